@@ -1,0 +1,144 @@
+"""Load an experiment config: `path/to/config.py:variant` plus `--config.a.b=value` overrides.
+
+Config files are ml_collections files with `get_config(arg)` (big_vision style). The loaded
+config is locked, so a misspelt field is an error, and ConfigDict's type safety rejects a value
+of the wrong type. Each experiment then checks values with `require`, before any compute. Every
+error is a `ConfigError` that names the field and where its value came from: the override on the
+command line, or the file and line that set it.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import ml_collections
+
+
+class ConfigError(ValueError):
+  """A config field has a wrong name, type or value. The message says which and where."""
+
+  def __init__(self, field: str, message: str, where: str | None = None):
+    self.field, self.where = field, where
+    super().__init__(f"{where + ': ' if where else ''}config.{field}: {message}")
+
+
+def select(arg: str, variants: dict[str, Callable[[], ml_collections.ConfigDict]]):
+  """Builds the named variant; `get_config(arg)` in a config file returns `select(arg, {...})`."""
+  name = arg or next(iter(variants))
+  if name not in variants:
+    raise ConfigError("variant", f"unknown variant {name!r}; choose one of {sorted(variants)}")
+  config = variants[name]()
+  config.variant = name
+  return config
+
+
+def get(config: ml_collections.ConfigDict, field: str) -> Any:
+  node = config
+  for part in field.split("."):
+    node = node[part]
+  return node
+
+
+def require(config, field: str, ok: Callable[[Any], bool], expected: str) -> Any:
+  """Raises ConfigError unless `ok(value)`; `expected` says what a valid value is."""
+  value = get(config, field)
+  try:
+    good = bool(ok(value))
+  except (TypeError, ValueError):
+    good = False
+  if not good:
+    raise ConfigError(field, f"must be {expected}, got {value!r}")
+  return value
+
+
+def _parse_value(text: str) -> Any:
+  try:
+    return ast.literal_eval(text)
+  except (ValueError, SyntaxError):
+    return text  # a bare word is a string: --config.name=foo
+
+
+def _apply_override(config, field: str, text: str, where: str) -> None:
+  parts = field.split(".")
+  node = config
+  for i, part in enumerate(parts):
+    keys = list(node.keys()) if isinstance(node, ml_collections.ConfigDict) else []
+    if part not in keys:
+      close = difflib.get_close_matches(part, keys, n=1)
+      hint = f" (did you mean {'.'.join(parts[:i] + close)!r}?)" if close else ""
+      raise ConfigError(field, f"no such field{hint}", where)
+    if i < len(parts) - 1:
+      node = node[part]
+  value, old = _parse_value(text), node[parts[-1]]
+  if isinstance(old, tuple) and isinstance(value, list):
+    value = tuple(value)
+  if isinstance(old, float) and isinstance(value, int) and not isinstance(value, bool):
+    value = float(value)
+  try:
+    node[parts[-1]] = value
+  except (TypeError, ValueError) as e:
+    raise ConfigError(field, f"expected {type(old).__name__}, got {value!r} ({e})", where) from None
+
+
+def _parse_overrides(overrides: Sequence[str]) -> list[tuple[str, str]]:
+  parsed = []
+  for item in overrides:
+    m = re.fullmatch(r"(?:--)?config\.([A-Za-z0-9_.]+)=(.*)", item, re.S)
+    if not m:
+      raise ConfigError("?", f"cannot read override {item!r}; write --config.FIELD=VALUE")
+    parsed.append((m.group(1), m.group(2)))
+  return parsed
+
+
+def _line_of(path: Path, field: str) -> str:
+  """`file:line` of the last line in the config file that assigns the field's leaf name."""
+  leaf = field.split(".")[-1]
+  pattern = re.compile(rf"(\.{leaf}\s*=[^=]|\b{leaf}\s*=[^=]|['\"]{leaf}['\"]\s*:)")
+  lines = path.read_text().splitlines()
+  hits = [i for i, line in enumerate(lines, 1) if pattern.search(line)]
+  return f"{path}:{hits[-1]}" if hits else str(path)
+
+
+def load(spec: str, overrides: Sequence[str] = (), validate: Callable | None = None):
+  """Loads `file.py[:variant]`, applies overrides, runs `validate(config)`; returns a locked config."""
+  path_text, _, arg = spec.partition(":")
+  path = Path(path_text)
+  if not path.is_file():
+    raise ConfigError("file", f"no config file at {path_text!r}")
+  module_spec = importlib.util.spec_from_file_location(f"jaxlab_config_{path.stem}", path)
+  module = importlib.util.module_from_spec(module_spec)
+  module_spec.loader.exec_module(module)
+  if not hasattr(module, "get_config"):
+    raise ConfigError("get_config", "the config file defines no get_config(arg)", str(path))
+  try:
+    config = module.get_config(arg)
+  except ConfigError as e:
+    raise ConfigError(e.field, str(e).split(": ", 1)[-1], str(path)) from None
+  config.lock()
+  origins = {}
+  for field, text in _parse_overrides(overrides):
+    where = f"--config.{field}={text}"
+    _apply_override(config, field, text, where)
+    origins[field] = where
+  if validate is not None:
+    try:
+      validate(config)
+    except ConfigError as e:
+      where = origins.get(e.field) or _line_of(path, e.field)
+      raise ConfigError(e.field, str(e).split(f"config.{e.field}: ", 1)[-1], where) from None
+  return config
+
+
+def to_dict(config) -> dict:
+  return config.to_dict() if hasattr(config, "to_dict") else dict(config)
+
+
+def from_dict(data: dict) -> ml_collections.ConfigDict:
+  config = ml_collections.ConfigDict(data)
+  config.lock()
+  return config

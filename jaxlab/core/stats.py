@@ -1,0 +1,54 @@
+"""Statistics every experiment reports with: mean and sample sd, Wilson interval, paired bootstrap.
+
+`wilson` is written with jax.numpy so experiments can also call it inside jitted code; the others
+work on host NumPy arrays of finished results.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def describe(values) -> dict:
+  """{"mean", "sd", "n"} of a 1-D sample; sd is the sample sd (n - 1), None when n < 2."""
+  x = np.asarray(values, dtype=np.float64).ravel()
+  n = int(x.size)
+  if n == 0:
+    return {"mean": None, "sd": None, "n": 0}
+  sd = float(np.std(x, ddof=1)) if n > 1 else None
+  return {"mean": float(np.mean(x)), "sd": sd, "n": n}
+
+
+def wilson(successes, n, z: float = 1.96):
+  """Wilson score interval (lower, upper) for k successes in n trials; (0, 1) when n = 0."""
+  k = jnp.asarray(successes, dtype=jnp.float32)
+  n = jnp.asarray(n, dtype=jnp.float32)
+  safe_n = jnp.maximum(n, 1.0)
+  p = k / safe_n
+  denom = 1.0 + z**2 / safe_n
+  centre = (p + z**2 / (2 * safe_n)) / denom
+  half = z * jnp.sqrt(p * (1 - p) / safe_n + z**2 / (4 * safe_n**2)) / denom
+  lower = jnp.where(n > 0, jnp.clip(centre - half, 0.0, 1.0), 0.0)
+  upper = jnp.where(n > 0, jnp.clip(centre + half, 0.0, 1.0), 1.0)
+  return lower, upper
+
+
+def paired_bootstrap(a, b, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+                     statistic=np.mean) -> dict:
+  """Paired bootstrap of statistic(a - b) over matched units (seeds, questions).
+
+  Returns the observed difference, a percentile confidence interval and a two-sided p-value: twice
+  the share of resampled differences on the far side of zero (capped at 1).
+  """
+  d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+  if d.ndim != 1 or d.size == 0:
+    raise ValueError(f"paired_bootstrap needs two equal-length 1-D samples, got {d.shape}")
+  rng = np.random.default_rng(seed)
+  idx = rng.integers(0, d.size, size=(n_resamples, d.size))
+  stats = statistic(d[idx], axis=1)
+  tail = (1 - confidence) / 2
+  lo, hi = np.quantile(stats, [tail, 1 - tail])
+  p = 2 * min(np.mean(stats <= 0), np.mean(stats >= 0))
+  return {"diff": float(statistic(d)), "ci": [float(lo), float(hi)], "p": float(min(1.0, p)),
+          "n": int(d.size)}
