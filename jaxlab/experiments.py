@@ -1,0 +1,24 @@
+"""The registry: experiment name (a config's `experiment` field) -> the module that runs it.
+
+Each module provides
+  validate(config)     raise jaxlab.core.config.ConfigError for a bad field, before any compute;
+  run(config, workdir) compute the sweep (chunked, checkpointed, sharded), save runs.npz, report;
+  report(workdir)      rebuild summary.json, report.md and the plots from config.json + runs.npz.
+A new experiment adds one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+EXPERIMENTS = {
+    "org_forms": "jaxlab.swarm.org_forms",
+    "hidden_gems": "jaxlab.swarm.hidden_gems",
+    "proactive_memory": "jaxlab.memory.proactive",
+}
+
+
+def get(name: str):
+  if name not in EXPERIMENTS:
+    raise KeyError(f"unknown experiment {name!r}; known: {sorted(EXPERIMENTS)}")
+  return importlib.import_module(EXPERIMENTS[name])
