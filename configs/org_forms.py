@@ -22,6 +22,7 @@ def repro():
   c.seeds = 30                   # main grid and promotion cells
   c.sweep_seeds = 10             # alpha x gamma, beta1 and Graicunas
   c.chunk_size = 1024            # runs per checkpointed chunk
+  c.block = 32                   # runs each device vectorizes at once (0: all of its runs; for GPUs)
   c.alpha = 1.0                  # coordination-gap weight (free design choice)
   c.gamma = -0.14                # loafing exponent (free design choice)
   c.model = ml_collections.ConfigDict(dict(
@@ -54,7 +55,8 @@ def smoke():
   c = repro()
   c.seeds = 2
   c.sweep_seeds = 2
-  c.chunk_size = 128
+  c.chunk_size = 64             # 5 chunks: exercises checkpoint and resume
+  c.block = 8
   return c
 
 

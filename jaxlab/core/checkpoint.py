@@ -49,16 +49,17 @@ def _encode(text: str) -> np.ndarray:
 
 
 def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc: str = "runs",
-                mesh=None):
+                mesh=None, block: int = 32):
   """Maps batched `fn` over the rows of `runs` chunk by chunk, checkpointed; returns NumPy outputs.
 
   `key` identifies the sweep (use `fingerprint(config, runs)`): a checkpoint in `workdir` made by
-  another sweep raises instead of being mixed in.
+  another sweep raises instead of being mixed in. Chunks are rounded up to whole blocks per device
+  (see `mesh.map_runs`).
   """
   mesh = mesh or mesh_lib.make_mesh()
   workdir = Path(workdir)
   n = len(jax.tree.leaves(runs)[0])
-  chunk = mesh_lib.padded_size(min(chunk_size, n), mesh)
+  chunk = mesh_lib.padded_size(min(chunk_size, n), mesh, block)
   n_chunks = -(-n // chunk)
   mgr = manager(workdir / "checkpoints")
   start, parts = 0, []
@@ -77,7 +78,7 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
     t0 = time.perf_counter()
     rows = jax.tree.map(lambda x: np.asarray(x)[c * chunk:(c + 1) * chunk], runs)
     real = len(jax.tree.leaves(rows)[0])
-    out = mesh_lib.map_runs(fn, mesh_lib.pad_rows(rows, chunk), mesh)
+    out = mesh_lib.map_runs(fn, mesh_lib.pad_rows(rows, chunk), mesh, block)
     parts.append(jax.tree.map(lambda x: x[:real], out))
     results = jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
     parts = [results]

@@ -2,11 +2,11 @@
 
 Every experiment puts its independent runs (cells x seeds, population members, environments,
 batch rows) on the leading axis of a pytree and calls `map_runs(fn, runs)`. The leading axis is
-padded to a multiple of the device count (with copies of row 0, so padding never feeds a
-computation values it could not see), sharded over the mesh axis `runs`, computed with
-`shard_map` so each device runs `fn` on its own block, gathered back to every host as NumPy and
-unpadded. Because each row's randomness comes from its own key, the result does not depend on
-how many devices or processes there are.
+padded to whole blocks per device (with copies of row 0, so padding never feeds a computation
+values it could not see), sharded over the mesh axis `runs`, computed with `shard_map` so each
+device runs `fn` on its own rows, block by block, gathered back to every host as NumPy and
+unpadded. Because each row's randomness comes from its own key and every row is computed by the
+same code, the result does not depend on how many devices or processes there are.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import functools
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -40,8 +41,13 @@ def make_mesh() -> Mesh:
   return jax.make_mesh((jax.device_count(),), (AXIS,))
 
 
-def padded_size(n: int, mesh: Mesh) -> int:
-  return -(-n // mesh.size) * mesh.size
+def padded_size(n: int, mesh: Mesh, block: int = 0) -> int:
+  """n rounded up so every device gets the same rows: whole blocks, and at least two of them
+  (XLA compiles a one-trip loop differently, which would change the last bit of results)."""
+  if block == 0:
+    return -(-n // mesh.size) * mesh.size
+  step = mesh.size * block
+  return max(2, -(-n // step)) * step
 
 
 def pad_rows(tree, size: int):
@@ -70,20 +76,45 @@ def gather_rows(tree):
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(fn: Callable, mesh: Mesh):
+def _compiled(fn: Callable, mesh: Mesh, block: int):
+  def per_device(rows, count):
+    # Each device runs fn on blocks of `block` rows in turn, so a row is computed by the same code
+    # at the same lane whatever the device count, process count or chunking, and results are
+    # bitwise identical across them (a different batch shape lets XLA vectorize differently,
+    # which moves the last float bit). The loop's trip count is a runtime value: with a static
+    # count XLA would inline a one-block loop and compile its body differently.
+    if block == 0:  # the device's whole slice at once, for accelerators
+      return fn(rows)
+    blocks = jax.tree.map(lambda x: x.reshape(-1, block, *x.shape[1:]), rows)
+    first = jax.tree.map(lambda x: x[0], blocks)
+    out = jax.tree.map(lambda s: jnp.zeros((blocks_of(rows),) + s.shape, s.dtype), jax.eval_shape(fn, first))
+
+    def body(i, out):
+      result = fn(jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), blocks))
+      return jax.tree.map(lambda o, r: jax.lax.dynamic_update_index_in_dim(o, r, i, 0), out, result)
+
+    out = jax.lax.fori_loop(0, count[0], body, out)
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)
+
+  def blocks_of(rows):
+    return len(jax.tree.leaves(rows)[0]) // block
+
   # Rows are independent, so no collective is needed; check_vma=False lets per-row code start
   # scans from constants without marking them as varying over the mesh axis.
-  return jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P(AXIS), out_specs=P(AXIS), check_vma=False))
+  return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(AXIS), P()), out_specs=P(AXIS),
+                               check_vma=False))
 
 
-def map_runs(fn: Callable, runs, mesh: Mesh | None = None):
+def map_runs(fn: Callable, runs, mesh: Mesh | None = None, block: int = 32):
   """`fn` maps a batch of runs (leading axis) to outputs with the same leading axis.
 
-  Returns NumPy outputs for exactly the rows given. `fn` must be a module-level or otherwise
-  long-lived function: its compiled form is cached on (fn, mesh).
+  Returns NumPy outputs for exactly the rows given. Rows are padded so each device gets whole
+  blocks of `block` rows (0: one block per device). `fn` must be a module-level or otherwise
+  long-lived function: its compiled form is cached on (fn, mesh, block).
   """
   mesh = mesh or make_mesh()
   n = len(jax.tree.leaves(runs)[0])
-  padded = pad_rows(runs, padded_size(n, mesh))
-  out = _compiled(fn, mesh)(shard_rows(padded, mesh))
+  size = padded_size(n, mesh, block)
+  count = np.array([size // mesh.size // max(block, 1)], np.int32)   # blocks per device
+  out = _compiled(fn, mesh, block)(shard_rows(pad_rows(runs, size), mesh), count)
   return jax.tree.map(lambda x: x[:n], gather_rows(out))

@@ -31,21 +31,35 @@ def fmt(stat: dict | None, digits: int = 4) -> str:
   return text
 
 
-def compare(figure: str, published: tuple[float, float | None], ours: dict,
-            n_published: int | None = None) -> dict:
+def printed_resolution(text: str) -> float:
+  """The rounding step of a number as printed: "0.9370" -> 1e-4, "6.6024e-03" -> 1e-7."""
+  mantissa, _, exponent = text.lower().partition("e")
+  decimals = len(mantissa.partition(".")[2])
+  return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def compare(figure: str, published: tuple, ours: dict, n_published: int | None = None) -> dict:
   """A published mean (and sd over n_published seeds) beside ours, with the gap graded.
 
-  z is the difference over its standard error (both seed spreads); the verdict is `consistent`
-  when z <= 2, `within 10%` when the relative gap is at most 10%, else `differs`.
+  `published` holds numbers, or strings as the source prints them (then their rounding counts as
+  agreement). z is the difference over its standard error (both seed spreads); the verdict is
+  `consistent` when z <= 2 or the gap is within the published rounding, `within 10%` when the
+  relative gap is at most 10%, else `differs`.
   """
   p_mean, p_sd = published
+  resolution = printed_resolution(p_mean) if isinstance(p_mean, str) else 0.0
+  p_mean = float(p_mean)
+  p_sd = None if p_sd is None else float(p_sd)
   diff = ours["mean"] - p_mean
   rel = abs(diff) / abs(p_mean) if p_mean else math.inf
   var = (ours["sd"] or 0.0) ** 2 / ours["n"]
   if p_sd is not None and n_published:
     var += p_sd**2 / n_published
   z = abs(diff) / math.sqrt(var) if var > 0 else (0.0 if diff == 0 else math.inf)
-  verdict = "consistent" if z <= 2 else ("within 10%" if rel <= 0.10 else "differs")
+  if z <= 2 or abs(diff) <= resolution / 2:
+    verdict = "consistent"
+  else:
+    verdict = "within 10%" if rel <= 0.10 else "differs"
   return {"figure": figure, "published": {"mean": p_mean, "sd": p_sd, "n": n_published},
           "ours": ours, "diff": diff, "rel_diff": rel, "z": z, "verdict": verdict}
 

@@ -28,6 +28,7 @@ def validate(config) -> None:
   require(config, "seeds", lambda v: isinstance(v, int) and v >= 2, "an integer >= 2 (sd needs two seeds)")
   require(config, "sweep_seeds", lambda v: isinstance(v, int) and v >= 2, "an integer >= 2")
   require(config, "chunk_size", lambda v: isinstance(v, int) and v >= 1, "a positive integer")
+  require(config, "block", lambda v: isinstance(v, int) and v >= 0, "a non-negative integer")
   require(config, "alpha", lambda v: v >= 0, "a non-negative number")
   require(config, "model.n_agents", lambda v: v >= 2, "at least 2")
   require(config, "model.n_blocks", lambda v: v >= 1 and m.n_agents % v == 0, "a divisor of model.n_agents")
@@ -70,7 +71,8 @@ def run(config, workdir):
   table = grid.build(config)
   key = checkpoint.fingerprint(config.to_dict(), table)
   out = checkpoint.run_chunked(model.batch_fn(constants(config)), grid.model_inputs(table), workdir,
-                               config.chunk_size, key=key, desc=f"org_forms:{config.variant}")
+                               config.chunk_size, key=key, desc=f"org_forms:{config.variant}",
+                               block=config.block)
   results.save(workdir, table, out)
   return report(workdir) if jax.process_index() == 0 else None
 

@@ -86,6 +86,12 @@ def pair_load(n, kind):
   return jnp.where(kind == GRAICUNAS, graicunas, brooks)
 
 
+def coordination_factor(load, skill, alpha):
+  """exp(-alpha g / (L + 1)) with gap g = max(0, L - skill); exactly 1 when L = 0."""
+  gap = jnp.maximum(0.0, load - skill)
+  return jnp.where(load > 0, jnp.exp(-alpha * gap / (load + 1)), 1.0)
+
+
 def draw_world(key, row, k: Constants):
   """The seed's random world: traits, specialties, modules and the task stream."""
   n, K, T = k.n_agents, k.n_domains, k.periods
@@ -162,12 +168,10 @@ def _organization(traits, role, world, row, k: Constants):
 
   def at_load(lam):
     load = lam * pair_load(size, row["load"])
-    gap = jnp.maximum(0.0, load - s_c)
-    factor = jnp.where(load > 0, jnp.exp(-row["alpha"] * gap / (load + 1)), 1.0)
+    factor = coordination_factor(load, s_c, row["alpha"])
     surplus = jnp.maximum(0.0, s_c - load)
     s_cross = surplus.sum()
-    f_cross = jnp.where(cross, jnp.exp(-row["alpha"] * jnp.maximum(0.0, cross_load - s_cross)
-                                       / (cross_load + 1)), 1.0)
+    f_cross = jnp.where(cross, coordination_factor(cross_load, s_cross, row["alpha"]), 1.0)
     # Coordinator idle mass: surplus skill not spent covering the cross-block load.
     used = jnp.where(cross, jnp.minimum(s_cross, cross_load), 0.0)
     kept = jnp.where(s_cross > 0, 1 - used / jnp.maximum(s_cross, 1e-30), 1.0)
@@ -226,8 +230,8 @@ def _periods(traits, role, carry, xs, world, row, k: Constants):
   return jax.lax.scan(period, carry, xs)
 
 
-def simulate(world, row, k: Constants):
-  """Runs the periods of one run, promotion between the two phases; returns {metric: scalar}."""
+def history(world, row, k: Constants):
+  """Runs the periods of one run, promotion between the two phases; returns per-period arrays."""
   s, tasks, T, P = world["specialty"], world["tasks"], k.periods, k.promote_t
   xs = (jnp.arange(T), tasks, tasks @ s.T)
   before = jax.tree.map(lambda x: x[:P], xs)
@@ -238,9 +242,13 @@ def simulate(world, row, k: Constants):
   carry, h1 = _periods(traits, role, carry, before, world, row, k)
   traits, role = promote(traits, role, carry[3], row, k)
   _, h2 = _periods(traits, role, carry, after, world, row, k)
-  h = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), h1, h2)
-  t = jnp.arange(T)
-  high, pre, post = t % 2 == 1, t < k.shock, t >= P
+  return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), h1, h2)
+
+
+def figures(h, k: Constants):
+  """The run's scalar figures (METRICS) from its per-period history."""
+  t = jnp.arange(k.periods)
+  high, pre, post = t % 2 == 1, t < k.shock, t >= k.promote_t
   mean_where = lambda x, w: jnp.sum(x * w) / jnp.sum(w)
   figures = dict(
       cum_revenue=h["revenue"].sum(), cum_discovery=h["discovery"].sum(),
@@ -254,9 +262,17 @@ def simulate(world, row, k: Constants):
   return {name: figures[name] for name in METRICS}
 
 
+def simulate(world, row, k: Constants):
+  return figures(history(world, row, k), k)
+
+
+def run_key(row, k: Constants):
+  """Run keys depend on the seed index alone: cells share worlds seed by seed (paired designs)."""
+  return jax.random.fold_in(jax.random.key(k.root_seed), row["seed"])
+
+
 def run_one(row, k: Constants):
-  key = jax.random.fold_in(jax.random.key(k.root_seed), row["seed"])
-  return simulate(draw_world(key, row, k), row, k)
+  return simulate(draw_world(run_key(row, k), row, k), row, k)
 
 
 @functools.lru_cache(maxsize=None)

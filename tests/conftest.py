@@ -1,0 +1,15 @@
+"""Test session setup: 8 forced CPU devices (so sharding is exercised) and a compilation cache
+shared with the subprocesses the launch tests start. Both must be set before JAX is imported."""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / "jaxlab-test-jax-cache"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `benchmarks` holds the NumPy references the tests compare against
+os.chdir(ROOT)  # config paths in tests and docs are relative to the repository root

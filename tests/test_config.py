@@ -1,0 +1,54 @@
+from pathlib import Path
+
+import pytest
+
+from jaxlab import experiments
+from jaxlab.core import config as config_lib
+
+CONFIGS = sorted(Path("configs").glob("*.py"))
+
+
+def _validate(config):
+  experiments.get(config.experiment).validate(config)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("variant", ["smoke", "repro"])
+def test_every_config_loads_and_validates(path, variant):
+  config = config_lib.load(f"{path}:{variant}", validate=_validate)
+  assert config.variant == variant and config.experiment in experiments.EXPERIMENTS
+  assert "jaxlab run" in (Path(path).read_text().split('"""')[1]), "the run command belongs in the docstring"
+
+
+def test_override_changes_value():
+  config = config_lib.load("configs/org_forms.py:smoke", ["--config.seeds=7", "--config.alpha=2"], _validate)
+  assert config.seeds == 7 and config.alpha == 2.0
+
+
+def test_unknown_field_names_it_and_suggests():
+  with pytest.raises(config_lib.ConfigError, match=r"config\.sedes: no such field \(did you mean 'seeds'\?\)"):
+    config_lib.load("configs/org_forms.py:smoke", ["--config.sedes=3"], _validate)
+
+
+def test_wrong_type_is_an_error():
+  with pytest.raises(config_lib.ConfigError, match=r"--config.seeds=many: config\.seeds: expected int"):
+    config_lib.load("configs/org_forms.py:smoke", ["--config.seeds=many"], _validate)
+
+
+def test_bad_value_from_override_names_the_override():
+  with pytest.raises(config_lib.ConfigError, match=r"--config.grid.coord_shares=\(0.5, 1.5\): config\.grid\.coord_shares"):
+    config_lib.load("configs/org_forms.py:smoke", ["--config.grid.coord_shares=(0.5, 1.5)"], _validate)
+
+
+def test_bad_value_in_file_names_file_and_line(tmp_path):
+  text = Path("configs/org_forms.py").read_text().replace("c.seeds = 2", "c.seeds = -1")
+  bad = tmp_path / "bad.py"
+  bad.write_text(text)
+  line = next(i for i, l in enumerate(text.splitlines(), 1) if "c.seeds = -1" in l)
+  with pytest.raises(config_lib.ConfigError, match=rf"{bad}:{line}: config\.seeds: must be"):
+    config_lib.load(f"{bad}:smoke", validate=_validate)
+
+
+def test_unknown_variant_lists_the_known_ones():
+  with pytest.raises(config_lib.ConfigError, match=r"unknown variant 'huge'.*'repro', 'smoke'"):
+    config_lib.load("configs/org_forms.py:huge")
