@@ -42,9 +42,10 @@ def heatmap(runs: Runs, workdir):
     im = ax.imshow(g, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(c.grid.coord_shares)), [label(v) for v in c.grid.coord_shares])
     ax.set_yticks(range(len(c.grid.spec_shares)), [label(v) for v in c.grid.spec_shares])
-    ax.set(xlabel="coordinator share", ylabel="specialist share", title=f"communicator share {label(cm)}")
+    ax.set(xlabel="coordinator share", title=f"communicator share {label(cm)}")
     for (i, j), v in np.ndenumerate(np.array(g)):
-      ax.text(j, i, f"{v:.0f}", ha="center", va="center", color="w", fontsize=8)
+      ax.text(j, i, f"{v:.0f}", ha="center", va="center", color="w" if v < 0.6 * vmax else "k", fontsize=8)
+  axes[0].set_ylabel("specialist share")
   fig.colorbar(im, ax=axes.tolist(), label="cumulative revenue (modules)")
   return report.save_plot(fig, workdir, "revenue_heatmap.png")
 
