@@ -41,7 +41,11 @@ def main(argv=None) -> int:
   from jaxlab.core import config as config_lib
 
   if args.command == "report":
-    config = config_lib.from_dict(json.loads((Path(args.workdir) / "config.json").read_text()))
+    config_path = Path(args.workdir) / "config.json"
+    if not config_path.is_file():
+      print(f"jaxlab: {config_path} not found: is {args.workdir} the workdir of a run?", file=sys.stderr)
+      return 2
+    config = config_lib.from_dict(json.loads(config_path.read_text()))
     path = experiments.get(config.experiment).report(args.workdir)
     print(f"report: {path}")
     return 0

@@ -49,6 +49,15 @@ def test_bad_value_in_file_names_file_and_line(tmp_path):
     config_lib.load(f"{bad}:smoke", validate=_validate)
 
 
+def test_bad_value_in_a_variant_names_that_variants_line(tmp_path):
+  text = Path("configs/org_forms.py").read_text().replace("c.seeds = 30", "c.seeds = 0")
+  bad = tmp_path / "bad_repro.py"
+  bad.write_text(text)
+  line = next(i for i, l in enumerate(text.splitlines(), 1) if "c.seeds = 0" in l)
+  with pytest.raises(config_lib.ConfigError, match=rf"{bad}:{line}: config\.seeds"):
+    config_lib.load(f"{bad}:repro", validate=_validate)
+
+
 def test_unknown_variant_lists_the_known_ones():
   with pytest.raises(config_lib.ConfigError, match=r"unknown variant 'huge'.*'repro', 'smoke'"):
     config_lib.load("configs/org_forms.py:huge")

@@ -157,10 +157,11 @@ def test_two_processes_equal_one(smoke_run, tmp_path):
   assert (workdir / "summary.json").read_bytes() == (smoke_run / "summary.json").read_bytes()
 
 
-def test_killed_run_resumes_to_the_same_summary(smoke_run, tmp_path):
+def test_killed_run_on_one_device_resumes_to_the_same_summary(smoke_run, tmp_path):
+  """Also the one-device run of the whole experiment: its summary equals the 8-device one."""
   workdir = tmp_path / "killed"
   args = ["run", SMOKE, "--workdir", str(workdir)]
-  proc = _jaxlab(args, devices=8, start_new_session=True)
+  proc = _jaxlab(args, devices=1, start_new_session=True)
   progress = workdir / "progress.jsonl"
   deadline = time.time() + 300
   while time.time() < deadline and proc.poll() is None:
@@ -172,7 +173,7 @@ def test_killed_run_resumes_to_the_same_summary(smoke_run, tmp_path):
   assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
   assert not (workdir / "summary.json").exists()
   done = progress.read_text().count("\n")
-  resumed = _jaxlab(args, devices=8)
+  resumed = _jaxlab(args, devices=1)
   out = resumed.communicate(timeout=400)[0]
   assert resumed.returncode == 0, out
   lines = [json.loads(line) for line in progress.read_text().splitlines()]

@@ -95,12 +95,18 @@ def _parse_overrides(overrides: Sequence[str]) -> list[tuple[str, str]]:
   return parsed
 
 
-def _line_of(path: Path, field: str) -> str:
-  """`file:line` of the last line in the config file that assigns the field's leaf name."""
+def _line_of(path: Path, field: str, variant: str) -> str:
+  """`file:line` of the line that most likely set the field: the last assignment of its leaf name
+  inside the variant's function, else the last one in the file."""
   leaf = field.split(".")[-1]
   pattern = re.compile(rf"(\.{leaf}\s*=[^=]|\b{leaf}\s*=[^=]|['\"]{leaf}['\"]\s*:)")
-  lines = path.read_text().splitlines()
+  text = path.read_text()
+  lines = text.splitlines()
   hits = [i for i, line in enumerate(lines, 1) if pattern.search(line)]
+  for node in ast.parse(text).body:
+    if isinstance(node, ast.FunctionDef) and node.name == variant:
+      inside = [i for i in hits if node.lineno <= i <= node.end_lineno]
+      hits = inside or hits
   return f"{path}:{hits[-1]}" if hits else str(path)
 
 
@@ -129,7 +135,7 @@ def load(spec: str, overrides: Sequence[str] = (), validate: Callable | None = N
     try:
       validate(config)
     except ConfigError as e:
-      where = origins.get(e.field) or _line_of(path, e.field)
+      where = origins.get(e.field) or _line_of(path, e.field, config.get("variant", arg))
       raise ConfigError(e.field, str(e).split(f"config.{e.field}: ", 1)[-1], where) from None
   return config
 

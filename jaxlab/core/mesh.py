@@ -12,6 +12,7 @@ same code, the result does not depend on how many devices or processes there are
 from __future__ import annotations
 
 import functools
+import os
 from typing import Callable
 
 import jax
@@ -30,10 +31,17 @@ def initialize_distributed(coordinator: str | None = None, num_processes: int | 
   With no arguments JAX detects the cluster (TPU pods, SLURM, Open MPI, Kubernetes). On CPU the
   collectives go through gloo, which is what the two-process localhost test uses.
   """
-  # Only CPU collectives read this flag; it must be set before the backend starts.
+  # CPU collectives only (GPUs and TPUs ignore both): gloo, and a long wait in a collective,
+  # since one process may still be compiling while another already gathers. Both must be set
+  # before the backend starts.
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
+  if "xla_cpu_collective_timeout_seconds" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_collective_timeout_seconds=1800"
   jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
                              process_id=process_id)
+  # Open the collective connections now, while every process is at the same point: gloo gives
+  # up connecting after 30 s, which a process still compiling would otherwise exceed.
+  multihost_utils.sync_global_devices("jaxlab: processes joined")
 
 
 def make_mesh() -> Mesh:
