@@ -1,0 +1,1 @@
+"""Memory experiments: proactive memory values that decide when an agent speaks first."""
