@@ -11,23 +11,19 @@ per second of each and the ratio; compilation is timed apart and not counted.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common  # noqa: E402
+
+SIZES = {"cpu": 30, "gpu": 300}   # seeds per cell
+
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--size", choices=("cpu", "gpu"), default="cpu")
-  parser.add_argument("--numpy-seeds", type=int, default=1, help="seeds per cell for the NumPy side")
-  parser.add_argument("--cpu-devices", type=int, default=os.cpu_count(),
-                      help="CPU devices to force (one per core shards the grid over all cores)")
-  args = parser.parse_args()
-  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                             + f" --xla_force_host_platform_device_count={args.cpu_devices}")
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+  args = common.start(__doc__, SIZES, lambda p: p.add_argument(
+      "--numpy-seeds", type=int, default=1, help="seeds per cell for the NumPy side"))
   import jax
   import numpy as np
 
@@ -35,7 +31,7 @@ def main():
   from jaxlab.core import config as config_lib, mesh
   from jaxlab.swarm.org_forms import experiment, grid, model
 
-  seeds = 30 if args.size == "cpu" else 300
+  seeds = SIZES[args.size]
   config = config_lib.load("configs/org_forms.py:repro", [f"--config.seeds={seeds}"], experiment.validate)
   table = grid.build(config)
   main_rows = table["study"] == grid.STUDIES.index("main")
@@ -46,12 +42,7 @@ def main():
   n = len(inputs["seed"])
   print(f"devices: {m.size} x {jax.devices()[0].platform}; main grid: {n} runs")
 
-  t0 = time.perf_counter()
-  mesh.map_runs(fn, inputs, m)
-  compile_s = time.perf_counter() - t0
-  t0 = time.perf_counter()
-  out = mesh.map_runs(fn, inputs, m)
-  jax_s = time.perf_counter() - t0
+  out, compile_s, jax_s = common.timed_twice(lambda: mesh.map_runs(fn, inputs, m, common.block_for_platform()))
 
   first = inputs["seed"] < args.numpy_seeds
   rng = np.random.default_rng(0)
@@ -62,10 +53,7 @@ def main():
   numpy_s = time.perf_counter() - t0
   n_numpy = int(first.sum())
 
-  jax_rate, numpy_rate = n / jax_s, n_numpy / numpy_s
-  print(f"jax   : {n:6d} runs in {jax_s:7.3f} s = {jax_rate:9.1f} runs/s  (compile + first call {compile_s:.1f} s)")
-  print(f"numpy : {n_numpy:6d} runs in {numpy_s:7.3f} s = {numpy_rate:9.1f} runs/s")
-  print(f"ratio : {jax_rate / numpy_rate:.1f}x runs per second")
+  common.report("runs", n, jax_s, compile_s, n_numpy, numpy_s)
   print(f"check : mean cumulative revenue over the grid {float(np.mean(out['cum_revenue'])):.3f}")
 
 

@@ -14,13 +14,14 @@ every tick.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common  # noqa: E402
 
 SIZES = {"cpu": dict(jax_days=16_384, numpy_days=100), "gpu": dict(jax_days=1_048_576, numpy_days=100)}
 
@@ -66,14 +67,7 @@ def numpy_day(mem: dict, oracle: dict, k) -> np.ndarray:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--size", choices=sorted(SIZES), default="cpu")
-  parser.add_argument("--cpu-devices", type=int, default=os.cpu_count(),
-                      help="CPU devices to force (one per core shards the days over all cores)")
-  args = parser.parse_args()
-  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                             + f" --xla_force_host_platform_device_count={args.cpu_devices}")
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+  args = common.start(__doc__, SIZES)
   import jax
 
   from jaxlab.core import config as config_lib, mesh
@@ -89,15 +83,10 @@ def main():
             "amplitude": np.tile(params[0], (n, 1)), "omega": np.tile(params[1], (n, 1))}
 
   m = mesh.make_mesh()
-  block = 32 if jax.devices()[0].platform == "cpu" else 0    # accelerators take a device's rows at once
   inputs = rows(size["jax_days"])
   print(f"devices: {m.size} x {jax.devices()[0].platform}; {size['jax_days']} days")
-  t0 = time.perf_counter()
-  mesh.map_runs(sim.batch_fn(k), inputs, m, block)
-  compile_s = time.perf_counter() - t0
-  t0 = time.perf_counter()
-  out = mesh.map_runs(sim.batch_fn(k), inputs, m, block)
-  jax_s = time.perf_counter() - t0
+  out, compile_s, jax_s = common.timed_twice(
+      lambda: mesh.map_runs(sim.batch_fn(k), inputs, m, common.block_for_platform()))
 
   traces = jax.device_get(sim.trace_fn(k)(rows(size["numpy_days"])))
   mem, oracle = traces["memories"], traces["oracle"]
@@ -109,11 +98,7 @@ def main():
     agree += int(np.array_equal(picks, traces["pick"][d]))
   numpy_s = time.perf_counter() - t0
 
-  jax_rate, numpy_rate = size["jax_days"] / jax_s, size["numpy_days"] / numpy_s
-  print(f"jax   : {size['jax_days']:8d} days in {jax_s:7.3f} s = {jax_rate:10.1f} days/s"
-        f"  (compile + first call {compile_s:.1f} s)")
-  print(f"numpy : {size['numpy_days']:8d} days in {numpy_s:7.3f} s = {numpy_rate:10.1f} days/s")
-  print(f"ratio : {jax_rate / numpy_rate:.1f}x days per second")
+  common.report("days", size["jax_days"], jax_s, compile_s, size["numpy_days"], numpy_s)
   print(f"check : same pick at every tick on {agree} of {size['numpy_days']} days; "
         f"mean spam/day over the JAX days {float(np.mean(out['spam_per_day'])):.3f}")
 

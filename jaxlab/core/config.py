@@ -56,6 +56,12 @@ def require(config, field: str, ok: Callable[[Any], bool], expected: str) -> Any
   return value
 
 
+def require_int(config, field: str, minimum: int, why: str = "") -> int:
+  """An integer field of at least `minimum` (booleans are not integers here)."""
+  return require(config, field, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
+                 f"an integer >= {minimum}{f' ({why})' if why else ''}")
+
+
 def _parse_value(text: str) -> Any:
   try:
     return ast.literal_eval(text)

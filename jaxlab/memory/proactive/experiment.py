@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxlab.core import checkpoint, results
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import require
+from jaxlab.core.config import require, require_int
 from jaxlab.memory.proactive import analysis, grid, learn, plots, published, records, sim
 
 
@@ -24,10 +24,10 @@ def _per_class(v, ok):
 
 def validate(config) -> None:
   m = config.model
-  require(config, "train_days", lambda v: isinstance(v, int) and v >= 1, "a positive integer")
-  require(config, "heldout_days", lambda v: isinstance(v, int) and v >= 2, "an integer >= 2 (sd needs two days)")
-  require(config, "chunk_size", lambda v: isinstance(v, int) and v >= 1, "a positive integer")
-  require(config, "bootstrap", lambda v: isinstance(v, int) and v >= 100, "an integer >= 100")
+  require_int(config, "train_days", 1)
+  require_int(config, "heldout_days", 2, "sd needs two days")
+  require_int(config, "chunk_size", 1)
+  require_int(config, "bootstrap", 100)
   require(config, "model.tick_h", lambda v: _positive(v) and (24 / v) == int(24 / v),
           "a positive number that divides 24 hours")
   require(config, "model.horizon_h", lambda v: v >= 24 and v % 24 == 0, "a whole number of days (>= 24 h)")
@@ -35,7 +35,7 @@ def validate(config) -> None:
   require(config, "model.quiet_start", lambda v: 0 <= v < 24, "a clock hour in [0, 24)")
   require(config, "model.quiet_len", lambda v: 0 <= v < 24, "hours in [0, 24)")
   require(config, "model.quiet_raise", lambda v: v >= 0, "non-negative")
-  require(config, "model.daily_cap", lambda v: isinstance(v, int) and v >= 1, "a positive integer")
+  require_int(config, "model.daily_cap", 1)
   require(config, "model.history", lambda v: v >= m.daily_cap * m.horizon_h / 24,
           "at least daily_cap x days, so the fatigue sum never drops a surfacing")
   for field in ("urgency_window_h", "urgency_fade_h", "novelty_h", "fatigue_h"):
@@ -48,7 +48,7 @@ def validate(config) -> None:
           f"one non-negative amplitude per tag class {records.TAGS}")
   require(config, "policy.period_h", lambda v: _per_class(v, _positive),
           f"one positive period (hours) per tag class {records.TAGS}")
-  require(config, "learn.steps", lambda v: isinstance(v, int) and v >= 1, "a positive integer")
+  require_int(config, "learn.steps", 1)
   for field in ("learning_rate", "clip_norm", "temperature", "cap_temperature"):
     require(config, f"learn.{field}", _positive, "positive")
 

@@ -9,7 +9,7 @@ import jax
 
 from jaxlab.core import checkpoint, results
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import require
+from jaxlab.core.config import require, require_int
 from jaxlab.swarm.org_forms import analysis, grid, model, plots
 
 SHARES = ("coord_share", "spec_share", "comm_share")
@@ -25,10 +25,10 @@ def _cell(v):
 
 def validate(config) -> None:
   m = config.model
-  require(config, "seeds", lambda v: isinstance(v, int) and v >= 2, "an integer >= 2 (sd needs two seeds)")
-  require(config, "sweep_seeds", lambda v: isinstance(v, int) and v >= 2, "an integer >= 2")
-  require(config, "chunk_size", lambda v: isinstance(v, int) and v >= 1, "a positive integer")
-  require(config, "block", lambda v: isinstance(v, int) and v >= 0, "a non-negative integer")
+  require_int(config, "seeds", 2, "sd needs two seeds")
+  require_int(config, "sweep_seeds", 2)
+  require_int(config, "chunk_size", 1)
+  require_int(config, "block", 0)
   require(config, "alpha", lambda v: v >= 0, "a non-negative number")
   require(config, "model.n_agents", lambda v: v >= 2, "at least 2")
   require(config, "model.n_blocks", lambda v: v >= 1 and m.n_agents % v == 0, "a divisor of model.n_agents")
