@@ -15,6 +15,8 @@ def test_wilson_known_values():
   np.testing.assert_allclose(lo, [0.2065, 0.4810, 0.0], atol=5e-4)
   assert float(hi[0]) == pytest.approx(1.0) and float(hi[2]) == 1.0
   assert np.all(np.asarray(lo) <= np.asarray(hi))
+  lo, hi = stats.wilson(np.array([0, 7]), np.array([7, 7]))
+  assert float(lo[0]) == 0.0 and float(hi[1]) == 1.0   # exact, not a few ulp off
 
 
 def test_paired_bootstrap_detects_shift_and_is_deterministic():

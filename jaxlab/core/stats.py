@@ -29,8 +29,9 @@ def wilson(successes, n, z: float = 1.96):
   denom = 1.0 + z**2 / safe_n
   centre = (p + z**2 / (2 * safe_n)) / denom
   half = z * jnp.sqrt(p * (1 - p) / safe_n + z**2 / (4 * safe_n**2)) / denom
-  lower = jnp.where(n > 0, jnp.clip(centre - half, 0.0, 1.0), 0.0)
-  upper = jnp.where(n > 0, jnp.clip(centre + half, 0.0, 1.0), 1.0)
+  # At k = 0 (k = n) the lower (upper) bound is exactly 0 (1); rounding would leave a few ulp.
+  lower = jnp.where((n > 0) & (k > 0), jnp.clip(centre - half, 0.0, 1.0), 0.0)
+  upper = jnp.where((n > 0) & (k < n), jnp.clip(centre + half, 0.0, 1.0), 1.0)
   return lower, upper
 
 
