@@ -15,6 +15,7 @@ EXPERIMENTS = {
     "org_forms": "jaxlab.swarm.org_forms",
     "hidden_gems": "jaxlab.swarm.hidden_gems",
     "proactive_memory": "jaxlab.memory.proactive",
+    "harness_vs_brain": "jaxlab.evolution.harness_vs_brain",
 }
 
 

@@ -12,6 +12,7 @@ is an error, never a silent mix), then `done` says which chunk comes next, then 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 from tqdm.auto import tqdm
@@ -95,3 +97,88 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
     log.close()
   mgr.close()
   return parts[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _scan_program(step_fn: Callable, chunk: int, n_steps: int):
+  """A batched function of {"state", "t0"} rows that scans `chunk` steps from t0: long-lived, so
+  `mesh.map_runs` compiles it once per (step_fn, chunk, n_steps)."""
+  def program(rows):
+    def body(state, t):
+      new, out = step_fn(state, t)
+      # Steps past n_steps (the last chunk's tail) leave the state alone, so every chunk has
+      # one shape and the sweep compiles once; their outputs are cut off on the host.
+      new = jax.tree.map(lambda a, b: jnp.where(t < n_steps, a, b), new, state)
+      return new, out
+    steps = rows["t0"][0] + jnp.arange(chunk, dtype=jnp.int32)  # every row of a call shares t0
+    state, out = jax.lax.scan(body, rows["state"], steps)
+    return {"state": state, "out": jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)}
+  return program
+
+
+def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *, key: str,
+                 desc: str = "steps", mesh=None, block: int = 32, stop_after: int | None = None):
+  """Runs `state, out = step_fn(state, t)` for t = 0 .. n_steps - 1 on every row, checkpointed.
+
+  `state` is a pytree of arrays whose leading axis is the runs axis (PRNG keys as raw key data);
+  `step_fn` maps a batch of rows and a scalar step index to the new batch state and a dict of
+  per-row outputs. Steps run `chunk` at a time as one jitted `lax.scan`, sharded over the mesh
+  by `mesh.map_runs`; after each chunk the carried state and the outputs so far are saved with
+  Orbax, and a call on the same workdir restores them and goes on from the next chunk, so the
+  result is bitwise what an uninterrupted call returns. `stop_after` ends this call after that
+  many chunks and returns None (a job's time limit; the tests' interruption).
+
+  Returns (final state, outputs with shape (rows, n_steps, ...)) as NumPy. `key` identifies the
+  sweep as in `run_chunked`. Restore order: fingerprint, then `done` (steps finished), then the
+  state (unflattened into `state`'s structure) and the outputs.
+  """
+  mesh = mesh or mesh_lib.make_mesh()
+  workdir = Path(workdir)
+  chunk = max(1, min(chunk, n_steps))
+  n_chunks = -(-n_steps // chunk)
+  n_rows = len(jax.tree.leaves(state)[0])
+  leaves, treedef = jax.tree.flatten(jax.tree.map(np.asarray, state))
+  outputs, done = None, 0
+  mgr = manager(workdir / "checkpoints")
+  if mgr.latest_step() is not None:
+    saved = mgr.restore(mgr.latest_step(), args=ocp.args.StandardRestore())
+    saved_key = bytes(np.asarray(saved["key"])).decode()
+    if saved_key != key:
+      raise RuntimeError(f"{workdir} holds checkpoints of another sweep ({saved_key} != {key}); "
+                         "use a new --workdir or delete its checkpoints/ folder")
+    done = int(saved["done"])
+    # Orbax gives back dicts of NumPy arrays; the caller's state fixes the tree structure.
+    leaves = [np.asarray(saved["state"][str(i)]).astype(x.dtype) for i, x in enumerate(leaves)]
+    outputs = jax.tree.map(np.asarray, saved["outputs"])
+  program = _scan_program(step_fn, chunk, n_steps)
+  lead = jax.process_index() == 0
+  log = (workdir / "progress.jsonl").open("a") if lead else None
+  bar = tqdm(total=n_chunks, initial=done // chunk, desc=desc, unit="chunk", disable=not lead)
+  ran = 0
+  for c in range(done // chunk, n_chunks):
+    if stop_after is not None and ran >= stop_after:
+      break
+    t0 = time.perf_counter()
+    rows = {"state": treedef.unflatten(leaves), "t0": np.full(n_rows, c * chunk, np.int32)}
+    result = mesh_lib.map_runs(program, rows, mesh, block)
+    leaves = jax.tree.leaves(result["state"])
+    done = min(n_steps, (c + 1) * chunk)
+    new = jax.tree.map(lambda x: x[:, :done - c * chunk], result["out"])
+    outputs = new if outputs is None else jax.tree.map(lambda a, b: np.concatenate([a, b], 1), outputs, new)
+    mgr.save(c, args=ocp.args.StandardSave(
+        {"key": _encode(key), "done": np.int64(done), "outputs": outputs,
+         "state": {str(i): x for i, x in enumerate(leaves)}}))
+    mgr.wait_until_finished()
+    ran += 1
+    bar.update(1)
+    if log:
+      log.write(json.dumps({"chunk": c + 1, "of": n_chunks, "steps": done,
+                            "seconds": round(time.perf_counter() - t0, 3)}) + "\n")
+      log.flush()
+  bar.close()
+  if log:
+    log.close()
+  mgr.close()
+  if done < n_steps:
+    return None
+  return treedef.unflatten(leaves), outputs

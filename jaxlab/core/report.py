@@ -88,6 +88,24 @@ def claims_table(rows: list[dict]) -> str:
                         [[r["claim"], r["published"], r["ours"], r["verdict"]] for r in rows])
 
 
+def comparisons_section(rows: list[dict], how: str = "on the difference of means", after: str = ""):
+  """The report section of published figures beside ours, with the verdicts counted."""
+  n = {v: sum(r["verdict"] == v for r in rows) for v in ("consistent", "within 10%", "differs")}
+  text = (f"{n['consistent']} of {len(rows)} published figures are consistent with ours (|z| <= 2 {how}), "
+          f"{n['within 10%']} more are within 10%, {n['differs']} differ.\n\n" + comparison_table(rows))
+  return "Published figures beside ours", text + (f"\n\n{after}" if after else "")
+
+
+def claims_section(rows: list[dict], note: str = ""):
+  held = sum(r["verdict"] == "holds" for r in rows)
+  text = f"{held} of {len(rows)} hold in our run.{' ' + note if note else ''}\n\n" + claims_table(rows)
+  return "Published claims", text
+
+
+def plots_section(images: list[str]):
+  return "Plots", "\n\n".join(f"![{name}]({name})" for name in images)
+
+
 def _clean(x):
   if isinstance(x, float) and not math.isfinite(x):
     return None if math.isnan(x) else ("inf" if x > 0 else "-inf")

@@ -107,11 +107,10 @@ def report(workdir):
   report_lib.write_json(Path(workdir) / "summary.json", summary)
   runs = analysis.Runs(config, table, res)
   images = plots.draw_all(runs, planted_traces(config, table), workdir)
-  figs, comps, claims = summary["figures"], summary["comparisons"], summary["claims"]
+  figs = summary["figures"]
   metrics = list(published.FIGURES["full"])
   headers = ["policy", *metrics]
   pub_rows = [[published.LABELS[p], *(published.FIGURES[p][m] for m in metrics)] for p in published.FIGURES]
-  held = sum(c["verdict"] == "holds" for c in claims)
   lp = summary["learning"]
   learned = report_lib.markdown_table(
       ["tag class", "hand-set A", "learned A", "hand-set period (h)", "learned period (h)"],
@@ -125,14 +124,15 @@ def report(workdir):
       ("Published table", report_lib.markdown_table(headers, pub_rows)),
       ("Ours: the planted day", report_lib.markdown_table(headers, _policy_table(figs, "planted"))),
       ("Ours: held-out days", report_lib.markdown_table(headers, _policy_table(figs, "heldout"))),
-      ("Published figures beside ours", "Published figures come from one day with no spread and count as "
-       "printed (two decimals): a planted-day figure of ours, one number too, is `consistent` only within "
-       "that rounding. Held-out figures carry a spread over days, not the published day's.\n\n"
-       + report_lib.comparison_table(comps)),
-      ("Claims", f"{held} of {len(claims)} hold in our run. Held-out claims need a 95% paired-bootstrap "
-                 "interval that excludes zero.\n\n" + report_lib.claims_table(claims)),
+      report_lib.comparisons_section(
+          summary["comparisons"], "on the difference, or within the printed rounding",
+          "Published figures come from one day with no spread and count as printed (two decimals): a "
+          "planted-day figure of ours, one number too, is `consistent` only within that rounding. Held-out "
+          "figures carry a spread over days, not the published day's."),
+      report_lib.claims_section(summary["claims"], "Held-out claims need a 95% paired-bootstrap interval "
+                                "that excludes zero."),
       ("Learned oscillation", f"Relaxed training objective {lp['objective_start']:.3f} -> {lp['objective_end']:.3f} "
                               f"per training day over {config.learn.steps} optax steps.\n\n" + learned),
-      ("Plots", "\n\n".join(f"![{name}]({name})" for name in images)),
+      report_lib.plots_section(images),
   ]
   return report_lib.write_report(workdir, "Proactive memory value: published and ours", sections)

@@ -83,10 +83,7 @@ def report(workdir):
   summary = analysis.summarize(config, table, res)
   report_lib.write_json(Path(workdir) / "summary.json", summary)
   runs = analysis.Runs(config, table, res)
-  images = [f"![{name}]({name})" for name in plots.draw_all(runs, workdir)]
-  comps, claims = summary["comparisons"], summary["claims"]
-  held = sum(c["verdict"] == "holds" for c in claims)
-  graded = {v: sum(c["verdict"] == v for c in comps) for v in ("consistent", "within 10%", "differs")}
+  images = plots.draw_all(runs, workdir)
   k = config.model
   bound, published_delta = 2 / (4 * k.per_quadrant), published.FIGURES["delta/tally"][0]
   sections = [
@@ -98,19 +95,17 @@ def report(workdir):
       ("Constants", "Our choices where the spec leaves the simulation open (why each: docs/hidden_gems.md).\n\n"
                     + report_lib.markdown_table(["constant", "value"], [[f"`model.{name}`", value]
                                                                         for name, value in k.items()])),
-      ("Published figures beside ours",
-       f"{graded['consistent']} of {len(comps)} published figures are consistent with ours (|z| <= 2; the spec "
-       f"gives no spreads, so z uses our seed sd only), {graded['within 10%']} more are within 10%, "
-       f"{graded['differs']} differ.\n\n" + report_lib.comparison_table(comps) +
-       f"\n\nU is the total-variation distance between worlds' choice shares. Under MusicLab's normalization "
-       f"(the per-candidate mean absolute share difference) U and delta cannot exceed 2 / K = {bound:.3g} with "
-       f"K = {4 * k.per_quadrant} candidates" + (
-           f", so the published delta of {published_delta} is unreachable under that reading"
-           if bound < published_delta else "") + "; the summary lists it as `delta_musiclab`."),
-      ("Published claims", f"{held} of {len(claims)} hold in our run.\n\n" + report_lib.claims_table(claims)),
+      report_lib.comparisons_section(
+          summary["comparisons"], "; the spec gives no spreads, so z uses our seed sd only",
+          f"U is the total-variation distance between worlds' choice shares. Under MusicLab's normalization "
+          f"(the per-candidate mean absolute share difference) U and delta cannot exceed 2 / K = {bound:.3g} with "
+          f"K = {4 * k.per_quadrant} candidates" + (
+              f", so the published delta of {published_delta} is unreachable under that reading"
+              if bound < published_delta else "") + "; the summary lists it as `delta_musiclab`."),
+      report_lib.claims_section(summary["claims"]),
       ("Voter correlation", "Independent condition; rho is the correlation of raters' latent evidence "
                             "(rho = 1: every rater of a seed shares one draw per candidate).\n\n"
                             + _curve_table(runs, config)),
-      ("Plots", "\n\n".join(images)),
+      report_lib.plots_section(images),
   ]
   return report_lib.write_report(workdir, "Hidden gems: published and ours", sections)

@@ -83,21 +83,15 @@ def report(workdir):
   report_lib.write_json(Path(workdir) / "summary.json", summary)
   runs = analysis.Runs(config, table, res)
   images = plots.draw_all(runs, workdir)
-  comps, claims = summary["comparisons"], summary["claims"]
-  held = sum(c["verdict"] == "holds" for c in claims)
-  graded = {v: sum(c["verdict"] == v for c in comps) for v in ("consistent", "within 10%", "differs")}
   sections = [
       ("What ran", f"Variant `{config.variant}`: {len(table['seed'])} runs "
                    f"({config.seeds} seeds on the main grid and promotion cells, {config.sweep_seeds} on the sweeps), "
                    f"root seed {config.seed}. Every ± is the sample sd over seeds. Our random streams differ from "
                    "the original script's, so figures agree in distribution, not digit for digit. "
                    "Choices the spec leaves open are in docs/org_forms.md."),
-      ("Published figures beside ours",
-       f"{graded['consistent']} of {len(comps)} published figures are consistent with ours (|z| <= 2 on the "
-       f"difference of means), {graded['within 10%']} more are within 10%, {graded['differs']} differ.\n\n"
-       + report_lib.comparison_table(comps)),
-      ("Published claims", f"{held} of {len(claims)} hold in our run.\n\n" + report_lib.claims_table(claims)),
-      ("Plots", "\n\n".join(f"![{name}]({name})" for name in images)),
+      report_lib.comparisons_section(summary["comparisons"]),
+      report_lib.claims_section(summary["claims"]),
+      report_lib.plots_section(images),
   ]
   return report_lib.write_report(workdir, "Organization forms: published and ours", sections)
 

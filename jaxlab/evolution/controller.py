@@ -1,0 +1,100 @@
+"""Controllers of evolution-harness-vs-brain.md: the K-slot prototype table and a small Flax MLP.
+
+A `Genome` is a brain (K prototype slots, each a feature prototype and a preferred tool) plus a
+harness (tool and sensor masks). K is padded to `KMAX` slots; slots at or past a run's K are
+masked, so every K shares one shape and the whole sweep vmaps. The MLP's width plays K's role:
+hidden units past the width are masked the same way.
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxlab.evolution import world
+
+KMAX = 8
+
+
+@struct.dataclass
+class Genome:
+  protos: jax.Array       # (KMAX, N_FEATURES) float32 in [0, 1]
+  tools: jax.Array        # (KMAX,) int32, a preferred tool per slot
+  tool_mask: jax.Array    # (N_TOOLS,) bool, installed tools (bare hands always on)
+  sensor_mask: jax.Array  # (N_FEATURES,) bool
+
+
+def sensed(sensor_mask, seen):
+  """Which coordinates carry information this step: a sensor that is off, or a feature the
+  foraging task hides this step, drops out of the comparison altogether."""
+  return sensor_mask[None, :] & seen
+
+
+def pick_slot(protos, n_slots, obs, info):
+  """Nearest prototype on the sensed coordinates; slots >= n_slots never win; ties -> lowest slot."""
+  d = (info[:, None, :] * (obs[:, None, :] - protos[None]) ** 2).sum(-1)
+  d = jnp.where(jnp.arange(KMAX)[None, :] < n_slots, d, jnp.inf)
+  return jnp.argmin(d, axis=1)
+
+
+def installed_or_bare(tool, tool_mask):
+  """A tool that is off cannot be used: the agent falls back to bare hands."""
+  return jnp.where(tool_mask[tool], tool, world.BARE)
+
+
+def table_tools(genome: Genome, n_slots, tasks):
+  """The tool the table controller uses at every step of the seed's tasks."""
+  info = sensed(genome.sensor_mask, tasks["seen"])
+  obs = jnp.asarray(world.FEATURES)[tasks["niche"]] * info
+  slot = pick_slot(genome.protos, n_slots, obs, info)
+  return installed_or_bare(genome.tools[slot], genome.tool_mask)
+
+
+def random_genome(key, tool_p: float = 0.5, sensor_p: float = 0.5) -> Genome:
+  """Uniform prototypes, preferred tools uniform over the 13 non-bare tools, random masks."""
+  # One draw sliced four ways: on CPU each PRNG call costs seconds of compile time.
+  sizes = np.cumsum([KMAX * world.N_FEATURES, KMAX, world.N_TOOLS])
+  u = jax.random.uniform(key, (int(sizes[-1]) + world.N_FEATURES,))
+  protos, tools, tools_on, sensors_on = jnp.split(u, sizes)
+  return Genome(
+      protos=protos.reshape(KMAX, world.N_FEATURES),
+      tools=uniform_int(tools, 1, world.N_TOOLS),
+      tool_mask=(tools_on < tool_p).at[world.BARE].set(True),
+      sensor_mask=sensors_on < sensor_p)
+
+
+def uniform_int(u, low, high):
+  """Integers uniform in [low, high) from uniforms in [0, 1)."""
+  return jnp.minimum(low + jnp.floor(u * (high - low)).astype(jnp.int32), high - 1)
+
+
+def field_kit():
+  """The complete field kit: every non-junk tool and every sensor."""
+  tools = jnp.zeros(world.N_TOOLS, bool).at[jnp.array((world.BARE, *world.FIELD_KIT))].set(True)
+  return tools, jnp.ones(world.N_FEATURES, bool)
+
+
+class MLP(nn.Module):
+  """Sensed features -> KMAX hidden units (the first `width` live) -> one logit per tool."""
+
+  @nn.compact
+  def __call__(self, obs, width):
+    h = nn.tanh(nn.Dense(KMAX)(obs)) * (jnp.arange(KMAX) < width)
+    return nn.Dense(world.N_TOOLS)(h)
+
+
+def mlp_template():
+  """Zero MLP parameters: the shape evosax ravels, and the search distribution's start."""
+  shapes = jax.eval_shape(MLP().init, jax.random.key(0), jnp.zeros(world.N_FEATURES), KMAX)
+  return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
+
+
+def mlp_tools(params, width, tool_mask, sensor_mask, tasks):
+  """The MLP picks the highest-logit tool; an uninstalled pick falls back to bare hands."""
+  info = sensed(sensor_mask, tasks["seen"])
+  obs = jnp.asarray(world.FEATURES)[tasks["niche"]] * info
+  logits = jax.vmap(lambda o: MLP().apply(params, o, width))(obs)
+  return installed_or_bare(jnp.argmax(logits, axis=-1), tool_mask)
