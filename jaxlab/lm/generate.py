@@ -1,0 +1,109 @@
+"""Batched text generation from a `jaxlab.lm.qwen3.Qwen3` with a fixed-size key/value cache.
+
+One jitted function prefills the prompt (an optional prefix of input embeddings, the soft tokens,
+followed by left-padded token ids) into a cache of prefix + prompt + max_new_tokens slots, then
+decodes one token per `lax.while_loop` step until every row has emitted EOS or the budget is
+spent. Choosing a token follows Hugging Face's `generate`: the repetition penalty (over every
+real prompt token and every token generated so far, dividing positive logits and multiplying
+negative ones), then temperature, top-k and top-p, then sampling, or argmax when greedy. After
+EOS a row emits `pad_id`, as Hugging Face does.
+
+One difference from Hugging Face: its repetition penalty also counts the pad ids of left padding,
+which belong to no prompt; here only tokens the mask marks real are counted.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxlab.lm.qwen3 import Qwen3, positions_from_mask
+
+
+def generate(model: Qwen3, input_ids, attention_mask, *, max_new_tokens: int, prefix_embeds=None,
+             eos_id: int = -1, pad_id: int = 0, greedy: bool = True, temperature: float = 1.0,
+             top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0, key=None):
+  """New tokens (B, max_new_tokens), int32, `pad_id` after a row's EOS (`eos_id=-1`: none).
+
+  input_ids, attention_mask: (B, T), left padded. prefix_embeds: (B, K, D) soft tokens that come
+  before the ids. `key` seeds sampling (greedy=False); top_k=0 and top_p=1 switch those off.
+  """
+  graphdef, state = nnx.split(model)
+  b = input_ids.shape[0]
+  if prefix_embeds is None:
+    prefix_embeds = jnp.zeros((b, 0, model.cfg.hidden_size), model.dtype)
+  key = jax.random.key(0) if key is None else key
+  return _generate(graphdef, state, jnp.asarray(input_ids, jnp.int32), jnp.asarray(attention_mask, bool),
+                   jnp.asarray(prefix_embeds), key, jnp.int32(eos_id), jnp.int32(pad_id),
+                   jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p),
+                   jnp.float32(repetition_penalty), max_new=max_new_tokens, greedy=greedy)
+
+
+def penalize_repeats(logits, seen, penalty):
+  """Hugging Face's: logits of `seen` tokens move toward less likely by the factor `penalty`."""
+  return jnp.where(seen, jnp.where(logits > 0, logits / penalty, logits * penalty), logits)
+
+
+def choose(logits, seen, key, temperature, top_k, top_p, penalty, *, greedy: bool):
+  """One token per row from logits (B, V); `seen` (B, V) marks the tokens to penalize."""
+  logits = logits.astype(jnp.float32)
+  logits = penalize_repeats(logits, seen, penalty)
+  if greedy:
+    return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+  logits = logits / temperature
+  # One descending sort serves both filters, and keeps top_k a traced value (no recompiling).
+  order = jnp.sort(logits, axis=-1)[:, ::-1]
+  kth = order[:, jnp.clip(top_k - 1, 0, logits.shape[-1] - 1)][:, None]
+  logits = jnp.where((top_k > 0) & (logits < kth), -jnp.inf, logits)
+  order = jnp.where((top_k > 0) & (order < kth), -jnp.inf, order)
+  # Top-p keeps the smallest set of most likely tokens whose probability reaches top_p: a token
+  # stays if the probability of the tokens strictly more likely than it is below top_p.
+  probs = jax.nn.softmax(order, axis=-1)
+  before = jnp.cumsum(probs, axis=-1) - probs
+  cutoff = jnp.min(jnp.where(before < top_p, order, jnp.inf), axis=-1, keepdims=True)
+  logits = jnp.where(logits < cutoff, -jnp.inf, logits)
+  return jax.random.categorical(key, logits).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnames=("graphdef", "max_new", "greedy"))
+def _generate(graphdef, state, ids, mask, prefix, key, eos_id, pad_id, temperature, top_k, top_p,
+              penalty, *, max_new: int, greedy: bool):
+  model = nnx.merge(graphdef, state)
+  b, k = prefix.shape[:2]
+  prompt = jnp.concatenate([prefix.astype(model.dtype), model.embed(ids)], axis=1)
+  prompt_mask = jnp.concatenate([jnp.ones((b, k), bool), mask], axis=1)
+  start = prompt.shape[1]
+  kv_valid = jnp.concatenate([prompt_mask, jnp.zeros((b, max_new), bool)], axis=1)
+  h, _, cache = model.step(prompt, positions_from_mask(prompt_mask), kv_valid,
+                           model.init_cache(b, start + max_new), 0)
+  # Logits of the last position only: over a long prompt, (B, T, vocab) would dwarf the cache.
+  logits = model.logits(h[:, -1])
+  vocab = logits.shape[-1]
+  rows = jnp.arange(b)[:, None]
+  # Padding is sent out of range, where the scatter drops it.
+  seen = jnp.zeros((b, vocab), bool).at[rows, jnp.where(mask, ids, vocab)].set(True, mode="drop")
+  next_pos = jnp.sum(prompt_mask, axis=1, dtype=jnp.int32)
+
+  def cond(carry):
+    t, done = carry[0], carry[1]
+    return (t < max_new) & ~jnp.all(done)
+
+  def body(carry):
+    t, done, out, seen, logits, kv_valid, cache = carry
+    token = choose(logits, seen, jax.random.fold_in(key, t), temperature, top_k, top_p, penalty,
+                   greedy=greedy)
+    token = jnp.where(done, pad_id, token)
+    out = out.at[:, t].set(token)
+    seen = seen.at[jnp.arange(b), token].set(True)
+    done = done | (token == eos_id)
+    kv_valid = kv_valid.at[:, start + t].set(True)
+    h, _, cache = model.step(model.embed(token[:, None]), (next_pos + t)[:, None], kv_valid, cache,
+                             start + t)
+    return t + 1, done, out, seen, model.logits(h[:, -1]), kv_valid, cache
+
+  out = jnp.full((b, max_new), pad_id, jnp.int32)
+  carry = (jnp.int32(0), jnp.zeros((b,), bool), out, seen, logits, kv_valid, cache)
+  return jax.lax.while_loop(cond, body, carry)[2]

@@ -1,0 +1,195 @@
+"""jaxlab.lm against Hugging Face transformers (PyTorch, CPU) on tiny random Qwen3 models."""
+
+import json
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from jaxlab.lm import checkpoint_io, tokenizer
+from jaxlab.lm.generate import generate, penalize_repeats
+from jaxlab.lm.qwen3 import forward
+
+PAD = 5  # every prompt starts with this token: see _prompts
+
+
+def _save_hf(folder, tie: bool, shard: bool):
+  torch.manual_seed(0 if tie else 1)
+  cfg = transformers.Qwen3Config(
+      vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=128,
+      rope_parameters={"rope_type": "default", "rope_theta": 5000.0}, tie_word_embeddings=tie,
+      initializer_range=0.2, pad_token_id=PAD, eos_token_id=None, bos_token_id=None)
+  model = transformers.Qwen3ForCausalLM(cfg).eval()
+  model.config._attn_implementation = "eager"
+  with torch.no_grad():  # norm weights start at one, which would hide a q_norm/k_norm mix-up
+    for name, p in model.named_parameters():
+      if "norm" in name:
+        p.copy_(1 + 0.3 * torch.randn_like(p))
+  model.save_pretrained(folder, max_shard_size="100KB" if shard else "1GB")
+  return model
+
+
+@pytest.fixture(scope="module")
+def tied(tmp_path_factory):
+  folder = tmp_path_factory.mktemp("tied")
+  return _save_hf(folder, tie=True, shard=False), checkpoint_io.load(folder), folder
+
+
+@pytest.fixture(scope="module")
+def untied(tmp_path_factory):
+  folder = tmp_path_factory.mktemp("untied")
+  hf = _save_hf(folder, tie=False, shard=True)
+  assert (folder / "model.safetensors.index.json").is_file()
+  return hf, checkpoint_io.load(folder), folder
+
+
+# The HF comparisons run on both models; the other tests on the tied one, as each model's
+# generation loop compiles on its own.
+both = pytest.mark.parametrize("name", ["tied", "untied"])
+
+
+def _prompts():
+  """Three left-padded prompts. Each starts with PAD, so Hugging Face's repetition penalty, which
+  also counts the pad ids of left padding, penalizes the same tokens as jaxlab's."""
+  rng = np.random.default_rng(0)
+  ids = np.full((3, 9), PAD, np.int64)
+  mask = np.zeros((3, 9), np.int64)
+  for row, n in enumerate([9, 6, 3]):
+    ids[row, -n:] = np.concatenate([[PAD], rng.integers(0, 128, n - 1)])
+    mask[row, -n:] = 1
+  return ids, mask
+
+
+@both
+def test_logits_and_every_hidden_state_match_transformers(name, request):
+  hf, model, _ = request.getfixturevalue(name)
+  ids, mask = _prompts()
+  with torch.no_grad():
+    positions = (torch.tensor(mask).cumsum(-1) - 1).clamp(min=0)
+    ref = hf(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), position_ids=positions,
+             output_hidden_states=True)
+  n = len(ref.hidden_states)
+  logits, states = forward(model, jnp.asarray(ids), jnp.asarray(mask), hidden_layers=(*range(n), -1))
+  real = mask.astype(bool)
+  np.testing.assert_allclose(np.asarray(logits)[real], ref.logits.numpy()[real], atol=1e-4, rtol=0)
+  for i in range(n):
+    np.testing.assert_allclose(np.asarray(states[i])[real], ref.hidden_states[i].numpy()[real],
+                               atol=1e-4, rtol=0, err_msg=f"hidden state {i}")
+  np.testing.assert_array_equal(states[-1], states[n - 1])
+  by_embeds, _ = forward(model, inputs_embeds=model.embed(jnp.asarray(ids)), attention_mask=jnp.asarray(mask))
+  np.testing.assert_allclose(np.asarray(by_embeds)[real], np.asarray(logits)[real], atol=1e-6)
+
+
+def _hf_generate(hf, ids, mask, eos=None):
+  out = hf.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=20,
+                    do_sample=False, repetition_penalty=1.3, pad_token_id=PAD, eos_token_id=eos)
+  new = out[:, ids.shape[1]:].numpy()
+  return np.pad(new, ((0, 0), (0, 20 - new.shape[1])), constant_values=PAD)
+
+
+@both
+def test_greedy_generation_with_repetition_penalty_matches_transformers(name, request):
+  hf, model, _ = request.getfixturevalue(name)
+  ids, mask = _prompts()
+  expected = _hf_generate(hf, ids, mask)
+  ours = generate(model, ids, mask, max_new_tokens=20, repetition_penalty=1.3, pad_id=PAD)
+  np.testing.assert_array_equal(np.asarray(ours), expected)
+  unpenalized = generate(model, ids, mask, max_new_tokens=20, pad_id=PAD)
+  assert (np.asarray(unpenalized) != expected).any()  # the penalty changes these outputs
+  # EOS: a token row 0 emits mid-way stops each row at its first occurrence, then pads.
+  eos = int(expected[0, 7])
+  stopped = _hf_generate(hf, ids, mask, eos=eos)
+  ours = generate(model, ids, mask, max_new_tokens=20, repetition_penalty=1.3, pad_id=PAD, eos_id=eos)
+  np.testing.assert_array_equal(np.asarray(ours), stopped)
+  assert (stopped[0, 8:] == PAD).all()
+
+
+def test_repetition_penalty_is_hugging_faces():
+  logits = np.random.default_rng(1).normal(size=(2, 16)).astype(np.float32)
+  seen_ids = np.array([[0, 3, 3, 9], [1, 2, 15, 4]])
+  seen = np.zeros((2, 16), bool)
+  np.put_along_axis(seen, seen_ids, True, axis=1)
+  processor = transformers.RepetitionPenaltyLogitsProcessor(penalty=1.3)
+  expected = processor(torch.tensor(seen_ids), torch.tensor(logits)).numpy()
+  np.testing.assert_allclose(penalize_repeats(logits, seen, 1.3), expected, rtol=1e-6)
+
+
+def test_soft_token_prefix_equals_the_tokens_it_embeds(tied):
+  _, model, _ = tied
+  ids, mask = _prompts()
+  head = np.array([[7, 8, 9, 10]] * 3)
+  as_tokens = generate(model, np.concatenate([head, ids], 1), np.concatenate([np.ones_like(head), mask], 1),
+                       max_new_tokens=20, pad_id=PAD)
+  as_prefix = generate(model, ids, mask, prefix_embeds=model.embed(jnp.asarray(head)), max_new_tokens=20,
+                       pad_id=PAD)
+  np.testing.assert_array_equal(np.asarray(as_prefix), np.asarray(as_tokens))
+
+
+def test_sampling_narrowed_to_one_token_is_greedy(tied):
+  _, model, _ = tied
+  ids, mask = _prompts()
+  greedy = np.asarray(generate(model, ids, mask, max_new_tokens=20))
+  key = jax.random.key(3)
+  top_k = generate(model, ids, mask, max_new_tokens=20, greedy=False, top_k=1, temperature=0.7, key=key)
+  top_p = generate(model, ids, mask, max_new_tokens=20, greedy=False, top_p=1e-6, key=key)
+  np.testing.assert_array_equal(np.asarray(top_k), greedy)
+  np.testing.assert_array_equal(np.asarray(top_p), greedy)
+  hot = generate(model, ids, mask, max_new_tokens=20, greedy=False, temperature=5.0, key=key)
+  assert (np.asarray(hot) != greedy).any()
+
+
+def test_bf16_load_is_replicated_on_the_mesh_and_close(tied):
+  _, model, folder = tied
+  half = checkpoint_io.load(folder, dtype=jnp.bfloat16)
+  weight = half.model.layers[0].self_attn.q_proj.kernel[...]
+  assert weight.dtype == jnp.bfloat16 and weight.sharding.is_fully_replicated
+  assert len(weight.sharding.device_set) == jax.device_count()
+  ids, mask = _prompts()
+  full, _ = forward(model, jnp.asarray(ids), jnp.asarray(mask))
+  low, _ = forward(half, jnp.asarray(ids), jnp.asarray(mask))
+  real = mask.astype(bool)
+  np.testing.assert_allclose(np.asarray(low, np.float32)[real], np.asarray(full)[real], atol=0.3)
+
+
+def _copy_config(src, dst, **changes):
+  dst.mkdir()
+  config = json.loads((src / "config.json").read_text())
+  (dst / "config.json").write_text(json.dumps({**config, **changes}))
+
+
+def test_clear_errors(tied, tmp_path):
+  _, _, folder = tied
+  with pytest.raises(ValueError, match="config.json: no such file"):
+    checkpoint_io.load(tmp_path)
+  _copy_config(folder, tmp_path / "llama", model_type="llama", architectures=["LlamaForCausalLM"])
+  with pytest.raises(ValueError, match="unsupported architecture.*llama"):
+    checkpoint_io.load(tmp_path / "llama")
+  _copy_config(folder, tmp_path / "empty")
+  with pytest.raises(ValueError, match="model.safetensors"):
+    checkpoint_io.load(tmp_path / "empty")
+  _copy_config(folder, tmp_path / "wide", vocab_size=130)
+  for f in folder.glob("model*.safetensors*"):
+    shutil.copy(f, tmp_path / "wide")
+  with pytest.raises(ValueError, match=r"tensor \S+ has shape \(128, 64\) but the config needs \(130, 64\)"):
+    checkpoint_io.load(tmp_path / "wide")
+
+
+def test_tokenizer_left_pads_and_cuts_at_eos(tmp_path):
+  from tokenizers import Tokenizer, models, pre_tokenizers
+  vocab = {w: i for i, w in enumerate(["<pad>", "<eos>", "the", "cat", "sat"])}
+  tok = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+  tok.pre_tokenizer = pre_tokenizers.Whitespace()
+  tok.save(str(tmp_path / "tokenizer.json"))
+  loaded = tokenizer.load_tokenizer(tmp_path)
+  ids, mask = tokenizer.encode_batch(loaded, ["the cat sat", "cat"], pad_id=0)
+  np.testing.assert_array_equal(ids, [[2, 3, 4], [0, 0, 3]])
+  np.testing.assert_array_equal(mask, [[True] * 3, [False, False, True]])
+  texts = tokenizer.decode_batch(loaded, np.array([[3, 4, 1, 2], [2, 2, 2, 2]]), eos_id=1)
+  assert texts == ["cat sat", "the the the the"]
+  with pytest.raises(ValueError, match="tokenizer.json: no such file"):
+    tokenizer.load_tokenizer(tmp_path / "nowhere")
