@@ -40,9 +40,11 @@ def timed_twice(fn):
   return out, first, time.perf_counter() - t0
 
 
-def report(unit: str, jax_n: int, jax_s: float, compile_s: float, numpy_n: int, numpy_s: float) -> None:
-  jax_rate, numpy_rate = jax_n / jax_s, numpy_n / numpy_s
-  print(f"jax   : {jax_n:8d} {unit} in {jax_s:7.3f} s = {jax_rate:10.1f} {unit}/s"
-        f"  (compile + first call {compile_s:.1f} s)")
-  print(f"numpy : {numpy_n:8d} {unit} in {numpy_s:7.3f} s = {numpy_rate:10.1f} {unit}/s")
-  print(f"ratio : {jax_rate / numpy_rate:.1f}x {unit} per second")
+def report(unit: str, jax_n: int, jax_s: float, compile_s: float | None, base_n: int, base_s: float,
+           base: str = "numpy") -> None:
+  """Prints both rates and their ratio; `base` names what jaxlab is measured against."""
+  jax_rate, base_rate = jax_n / jax_s, base_n / base_s
+  compiled = f"  (compile + first call {compile_s:.1f} s)" if compile_s is not None else ""
+  print(f"{'jax':12s}: {jax_n:8d} {unit} in {jax_s:7.3f} s = {jax_rate:10.1f} {unit}/s{compiled}")
+  print(f"{base:12s}: {base_n:8d} {unit} in {base_s:7.3f} s = {base_rate:10.1f} {unit}/s")
+  print(f"{'ratio':12s}: {jax_rate / base_rate:.1f}x {unit} per second")
