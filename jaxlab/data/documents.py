@@ -1,0 +1,170 @@
+"""Long documents with planted evidence, and their questions (issue 7, `jaxlab/data/`).
+
+A document is a stream of passages: distractor passages (true facts about other entities of the
+same world, including the question's own relations) and neutral filler, with the one or two
+evidence sentences inserted at passage boundaries. Two knobs make the context-rot grid:
+
+- `distractor_ratio`: the share of non-evidence words in distractor passages rather than filler;
+- `horizon`: how far the (first-hop) evidence sentence lies from the document end, as a fraction of
+  the document (0 = at the end, 1 = at the start).
+
+Lengths are counted in whitespace-separated words, a stated approximation of tokens (a Qwen3 BPE
+token count runs about 1.3x higher on this prose). Multi-hop evidence sentences are kept more than
+`chunk_tokens` words apart, so no chunk of that size (with any overlap) contains both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from jaxlab.data import lexicon as lx
+from jaxlab.data import world as W
+
+TASK_TYPES = ("single_fact", "multi_hop")
+
+
+@dataclasses.dataclass(frozen=True)
+class DocSpec:
+  """What one document should look like; every field is a knob of the builder configs."""
+
+  split: str = "train"
+  num_tokens: int = 2000
+  task_type: str = "single_fact"
+  distractor_ratio: float = 0.5
+  horizon: float = 0.5
+  chunk_tokens: int = 1024  # multi-hop evidence lies farther apart than this; 0 disables the rule
+
+
+@dataclasses.dataclass
+class Sentence:
+  text: str
+  kind: str  # "evidence" | "distractor" | "filler"
+  fact: W.Fact | None = None
+
+
+@dataclasses.dataclass
+class Document:
+  """A generated example: the published record fields plus the sentence-level truth behind them."""
+
+  record: dict
+  passages: list[list[Sentence]]
+
+
+def chunk_spans(num_words: int, chunk_tokens: int, overlap: int = 0) -> list[tuple[int, int]]:
+  """Word spans [start, end) of overlapping chunks, as the latent pager chunks a document."""
+  stride = chunk_tokens - overlap
+  if stride <= 0:
+    raise ValueError(f"overlap ({overlap}) must be smaller than chunk_tokens ({chunk_tokens})")
+  starts = range(0, max(num_words - overlap, 1), stride)
+  return [(s, min(s + chunk_tokens, num_words)) for s in starts]
+
+
+def min_tokens_for(task_type: str, chunk_tokens: int) -> int:
+  """Multi-hop needs room for two evidence sentences more than a chunk apart."""
+  return 2 * chunk_tokens + 128 if task_type == "multi_hop" and chunk_tokens > 0 else 0
+
+
+def _question(rng: np.random.Generator, world: W.World, task_type: str):
+  """(question, gold answer, evidence facts in hop order)."""
+  if task_type == "single_fact":
+    subject = world.subjects()[rng.integers(len(world.subjects()))]
+    rels = [r for (s, r) in world.facts if s == subject]
+    fact = world.fact(subject, rels[rng.integers(len(rels))])
+    return lx.SINGLE_QUESTIONS[fact.relation].format(s=subject), fact.object, [fact]
+  chains = list(lx.MULTI_QUESTIONS)
+  first_rel, second_rel = chains[rng.integers(len(chains))]
+  candidates = [s for (s, r) in world.facts if r == first_rel]
+  subject = candidates[rng.integers(len(candidates))]
+  hop1 = world.fact(subject, first_rel)
+  hop2 = world.fact(hop1.object, second_rel)
+  return lx.MULTI_QUESTIONS[(first_rel, second_rel)].format(s=subject), hop2.object, [hop1, hop2]
+
+
+def _passage(rng, world: W.World, distractor: bool, excluded: set) -> list[Sentence]:
+  """A distractor passage states 2-4 facts about one entity (never an evidence fact, so the evidence
+  sentence stays the only place the answer is stated); a filler passage is 3-6 neutral sentences."""
+  if distractor:
+    subjects = world.subjects()
+    for _ in range(8):  # an entity whose every fact is excluded is rare; retry a few times
+      subject = subjects[rng.integers(len(subjects))]
+      facts = [f for (s, r), f in world.facts.items() if s == subject and (s, r) not in excluded]
+      if facts:
+        k = min(len(facts), int(rng.integers(2, 5)))
+        chosen = [facts[i] for i in rng.permutation(len(facts))[:k]]
+        return [Sentence(W.render_fact(rng, f), "distractor", f) for f in chosen]
+  return [Sentence(W.filler_sentence(rng), "filler") for _ in range(int(rng.integers(3, 7)))]
+
+
+def _words(passage: list[Sentence]) -> int:
+  return sum(len(s.text.split()) for s in passage)
+
+
+def make_document(rng: np.random.Generator, spec: DocSpec, doc_id: str) -> Document:
+  """Generate one document, its question and the positions of its evidence."""
+  if spec.task_type not in TASK_TYPES:
+    raise ValueError(f"task_type must be one of {TASK_TYPES}, got {spec.task_type!r}")
+  if not 0.0 <= spec.horizon <= 1.0 or not 0.0 <= spec.distractor_ratio <= 1.0:
+    raise ValueError(f"horizon and distractor_ratio must lie in [0, 1], got {spec}")
+  n = spec.num_tokens
+  world = W.make_world(rng, spec.split, n_people=max(8, n // 150), n_places=max(6, n // 400),
+             n_orgs=max(6, n // 400))
+  question, answer, evidence = _question(rng, world, spec.task_type)
+  excluded = {(f.subject, f.relation) for f in evidence}
+  ev_sents = [Sentence(W.render_fact(rng, f), "evidence", f) for f in evidence]
+  budget = n - sum(len(s.text.split()) for s in ev_sents)
+
+  # The ratio is a share of words: distractor and filler passages differ in length, so each passage
+  # goes to whichever kind is behind its target share (with jitter, so the pattern is not periodic).
+  body, total, distracting = [], 0, 0
+  while total < budget:
+    behind = distracting - spec.distractor_ratio * total + rng.normal(0.0, 60.0) < 0
+    is_distractor = spec.distractor_ratio == 1.0 or (spec.distractor_ratio > 0.0 and behind)
+    body.append(_passage(rng, world, is_distractor, excluded))
+    total += _words(body[-1])
+    distracting += _words(body[-1]) if body[-1][0].kind == "distractor" else 0
+  offsets = np.cumsum([0] + [_words(p) for p in body])  # word offset of each passage boundary
+
+  # Hop 1 goes to the boundary nearest the horizon; hop 2 (multi-hop) to a random boundary far enough
+  # away from it, counting the words of both evidence sentences so the final gap is still > chunk.
+  slots = [int(np.argmin(np.abs(offsets - (1.0 - spec.horizon) * total)))]
+  if len(ev_sents) == 2:
+    gap = spec.chunk_tokens + sum(len(s.text.split()) for s in ev_sents) if spec.chunk_tokens > 0 else 0
+    far = np.flatnonzero(np.abs(offsets - offsets[slots[0]]) > gap)
+    far = far if far.size or gap else np.arange(len(offsets))  # a window smaller than two passages
+    if far.size == 0:
+      raise ValueError(f"{n} words leave no room for multi-hop evidence {spec.chunk_tokens} words apart")
+    slots.append(int(far[rng.integers(far.size)]))
+  passages = list(body)
+  for slot, sent in sorted(zip(slots, ev_sents), key=lambda t: -t[0]):  # insert from the back
+    passages.insert(slot, [sent])
+  return Document(_record(passages, ev_sents, doc_id, question, answer, spec), passages)
+
+
+def _record(passages, ev_sents, doc_id, question, answer, spec: DocSpec) -> dict:
+  """Join passages into text and locate the evidence sentences in words and characters."""
+  pieces, spans, word, char = [], {}, 0, 0
+  for pi, passage in enumerate(passages):
+    for si, sent in enumerate(passage):
+      sep = ("\n\n" if si == 0 else " ") if pi or si else ""  # passages are blank-line separated
+      pieces.append(sep)
+      char += len(sep)
+      nw = len(sent.text.split())
+      if sent.kind == "evidence":
+        spans[id(sent)] = (word, word + nw, char, char + len(sent.text))
+      pieces.append(sent.text)
+      word += nw
+      char += len(sent.text)
+  document = "".join(pieces)
+  pos = [spans[id(s)] for s in ev_sents]
+  return {
+    "id": doc_id, "document": document, "question": question, "gold_answer": answer,
+    "task_type": spec.task_type,
+    "evidence": [s.text for s in ev_sents],
+    "evidence_word_start": [p[0] for p in pos], "evidence_word_end": [p[1] for p in pos],
+    "evidence_char_start": [p[2] for p in pos], "evidence_char_end": [p[3] for p in pos],
+    # float32 values, as TFDS stores them, so a record read back equals the one generated.
+    "num_tokens": word,
+    "horizon": float(np.float32(spec.horizon)), "distractor_ratio": float(np.float32(spec.distractor_ratio)),
+  }

@@ -1,0 +1,122 @@
+"""Word lists and prose templates of the synthetic long-document QA world (issue 7, `jaxlab/data/`).
+
+Every name is a combination of words from these finite lists ("Mara Okafor", "Alder Falls",
+"Corvin Systems"), so the whole generated language has a small, closed word-level vocabulary:
+the base model of issue 7 can use a word-level tokenizer and still meet held-out entities,
+which are unseen *combinations* of known words rather than unknown words.
+"""
+
+FIRST_NAMES = """Mara Tobias Ines Dario Lena Felix Nadia Oskar Priya Ravi Selma Theo Uma Viktor Wren
+Yara Zane Alma Bruno Clara Dmitri Elise Farid Greta Hugo Ilse Jonas Kira Lucas Mila Nico Olga Pavel
+Quinn Rosa Silas Tara Ulrich Vera Willem Xena Yusuf Zora Anika Bastian Celine Diego Edda Fabian Gwen
+Hamid Ida Jasper Karin Leon Maren Noor Otto Petra Rafael Sanne Timo Ulla Valentin Wanda Amir Bettina
+Cyrus Dora Emil Freya Gideon Hanna Isak Juno Kasimir Liv Matteo Nell""".split()
+
+LAST_NAMES = """Okafor Lindqvist Moreau Castell Brandt Varga Holm Ferreira Nakamura Quist Adler Bauer
+Costa Dahl Engel Falk Grau Haas Iversen Jansen Keller Lund Maier Novak Olsen Petrov Rask Sauer Thorne
+Ueda Vidal Weiss Yilmaz Zeller Arden Blom Crane Dorsey Ekberg Frost Garza Hale Ibsen Jovic Krall Lowe
+Marsh Nyberg Orlov Pike Rowe Stone Tamm Unger Voss Wolfe Ahlgren Berg Cole Duval Eriksen Fontaine
+Gallo Hoyt Ikeda Juarez Kovac Larsen Mendel Nash Ostrowski Pryce Rinaldi Sato Toivonen Varela
+Wexler""".split()
+
+PLACE_STEMS = """Alder Birch Cedar Dunmore Elmwood Fenwick Glen Harrow Ivy Juniper Kestrel Larch
+Marlow Northam Oakley Pember Quarry Rowan Saltmarsh Thornbury Upton Vale Willow Yarrow Ashby Bramble
+Coldwater Dover Eastcliff Foxley Granite Hazel Ironbridge Kingsley Lowther Millbrook Netherby Orchard
+Pinecrest Redmoor Stonegate Tidewell Umber Westmarch Brackley Copper Dunstan Everly Frostfield
+Greyhaven""".split()
+PLACE_KINDS = """Falls Ridge Crossing Hollow Bay Springs Heights Point Landing Grove Ford Field Harbor
+Junction Meadows""".split()
+
+ORG_STEMS = """Corvin Helix Meridian Northwind Argent Bellweather Cobalt Delphi Ember Fairhaven Gantry
+Halcyon Ironclad Juniper Keystone Lumen Monarch Nimbus Obsidian Paragon Quartz Radiant Sable Tessera
+Umbra Vantage Wayfarer Zenith Aurora Bastion Cinder Drift Equinox Foundry Granite Harbinger Inkwell
+Jasper Kinetic Lattice Mosaic Nova Orbit Pinnacle Quill Rook Sterling Tandem Vertex Willowby""".split()
+ORG_KINDS = """Systems Institute Labs Holdings Works Trust Press Logistics Mills Collective Group
+Partners""".split()
+
+COUNTRIES = """Valdoria Estmark Quorvia Belastan Nordhavn Caldera Ostrelia Marovia Tessaly Dunreach
+Auric Solvenia Karthia Lumeria Brevania Sarnland Veydra Iskaria Corwen Pellara""".split()
+
+PROFESSIONS = """architect surgeon librarian carpenter geologist pilot translator pharmacist
+cartographer baker chemist journalist sculptor astronomer veterinarian glassblower electrician
+historian economist botanist""".split() + ["marine biologist", "civil engineer", "tax lawyer",
+                      "ship captain", "school teacher", "data analyst"]
+HOBBIES = """chess pottery fencing birdwatching sailing archery calligraphy beekeeping origami
+kayaking juggling knitting""".split() + ["rock climbing", "amateur astronomy", "model trains",
+                     "bread baking", "folk dancing", "stamp collecting"]
+INDUSTRIES = """shipping textiles mining publishing insurance aviation forestry robotics brewing
+pharmaceuticals telecommunications fisheries ceramics railways""".split() + ["renewable energy",
+                                       "precision optics"]
+
+# Fact templates per relation: {s} is the subject, {o} the object, rendered verbatim so the gold
+# answer is always a substring of its evidence sentence. The first one, which opens with the subject,
+# is the canonical form of extraction targets.
+FACT_TEMPLATES = {
+  "born_in": ["{s} was born in {o}.", "Born in {o}, {s} spent a childhood there before moving on.",
+        "{o} is the town where {s} was born.", "The birth records show that {s} was born in {o}."],
+  "lives_in": ["{s} lives in {o}.", "These days {s} makes a home in {o}.",
+         "{s} now resides in {o}.", "Neighbours in {o} know {s} well, since {s} lives there."],
+  "works_for": ["{s} works for {o}.", "{s} is employed by {o}.", "Colleagues at {o} describe {s} as "
+         "a steady presence, as {s} works for {o}.", "For years {s} has been on the staff of {o}."],
+  "profession": ["{s} works as {a} {o}.", "By trade, {s} is {a} {o}.",
+          "{s} trained for years to become {a} {o}.", "Everyone knows {s} as {a} {o}."],
+  "hobby": ["{s} has a lifelong passion for {o}.", "In spare hours, {s} enjoys {o}.",
+       "On weekends {s} can usually be found practising {o}.", "Friends say {s} is devoted to {o}."],
+  "headquartered_in": ["{s} is headquartered in {o}.", "The head office of {s} stands in {o}.",
+             "{s} runs all of its business from headquarters in {o}.",
+             "From its headquarters in {o}, {s} manages every branch."],
+  "founded_by": ["{s} was founded by {o}.", "{o} founded {s}.", "It was {o} who started {s}.",
+          "The founder of {s} was {o}."],
+  "founded_year": ["{s} was founded in {o}.", "{s} opened its doors in {o}.",
+           "The charter of {s} dates from {o}.", "Since its founding in {o}, {s} has grown."],
+  "industry": ["{s} operates in {o}.", "{s} earns its living in {o}.",
+         "The main line of business of {s} is {o}.", "{s} is known across the region for {o}."],
+  "country": ["{s} lies in {o}.", "{s} is a town in {o}.", "Travellers reach {s} by crossing into {o}.",
+        "Maps place {s} within the borders of {o}."],
+}
+
+SINGLE_QUESTIONS = {
+  "born_in": "Where was {s} born?", "lives_in": "Where does {s} live?",
+  "works_for": "Which organisation does {s} work for?", "profession": "What is the profession of {s}?",
+  "hobby": "What does {s} enjoy in spare hours?", "headquartered_in": "Where is {s} headquartered?",
+  "founded_by": "Who founded {s}?", "founded_year": "In what year was {s} founded?",
+  "industry": "In which industry does {s} operate?", "country": "In which country is {s}?",
+}
+
+# Two-hop chains: (first relation, second relation) -> question about the first subject.
+MULTI_QUESTIONS = {
+  ("works_for", "headquartered_in"): "Where is the organisation that {s} works for headquartered?",
+  ("works_for", "founded_by"): "Who founded the organisation that {s} works for?",
+  ("works_for", "founded_year"): "In what year was the organisation that {s} works for founded?",
+  ("works_for", "industry"): "In which industry does the employer of {s} operate?",
+  ("born_in", "country"): "In which country was {s} born?",
+  ("lives_in", "country"): "In which country does {s} live?",
+  ("founded_by", "born_in"): "Where was the founder of {s} born?",
+  ("founded_by", "profession"): "What is the profession of the person who founded {s}?",
+  ("headquartered_in", "country"): "In which country is {s} headquartered?",
+}
+
+# Neutral filler: prose that names no entity and states no fact, so it can never answer a question.
+FILLER_TEMPLATES = [
+  "The {adj} {noun} by the {feature} was {state} {time}.",
+  "{Time}, the {noun} along the {feature} {verb} {manner}.",
+  "Visitors often remarked that the {feature} looked {adj} in {season}.",
+  "Records from that {period} describe a {adj} {noun} and little else.",
+  "Nobody could say why the {noun} near the {feature} had been {state}.",
+  "In {season} the {feature} grew {adj}, and the {noun} {verb} {manner}.",
+  "An old {noun} still rests beside the {feature}, {state} and {adj}.",
+]
+FILLER_WORDS = {
+  "adj": "quiet narrow weathered bright crowded silent ancient muddy golden grey restless pale "
+      "broad crooked humble tidy".split(),
+  "noun": "cart bridge lantern fence mill boat bell gate wall orchard barn kiln well wagon signpost "
+      "chapel".split(),
+  "feature": "river square hill road harbour market canal forest valley shore meadow quarry".split(),
+  "state": "repaired painted abandoned rebuilt forgotten moved flooded restored".split(),
+  "time": ["last spring", "long ago", "every autumn", "after the storm", "that winter", "in the end"],
+  "Time": ["Each morning", "Long ago", "Every autumn", "After the storm", "That winter", "At dusk"],
+  "verb": "creaked rattled settled drifted leaned shone faded rested".split(),
+  "manner": "slowly loudly gently steadily quietly stubbornly".split(),
+  "season": "spring summer autumn winter".split(),
+  "period": "decade season year century".split(),
+}

@@ -1,0 +1,154 @@
+"""TFDS builder of the synthetic long-document QA set and its pretraining corpus (issue 7, `jaxlab/data/`).
+
+Written as array_record, so neither building nor reading needs TensorFlow:
+
+  builder = build(LongDocQAConfig(name="tiny", num_train=8, ...), data_dir)   # or config="default"
+  source = builder.as_data_source()["test"]          # random access, NumPy/bytes values
+  record = decode_example(source[0])
+
+Configs: "default" (documents of 1k-64k words, random horizon, distractor ratio 0.5, splits
+2,000 / 300 / 500 as in the latent-pager note), the context-rot grid "rot_d{ratio}_h{horizon}" (ratio and
+horizon in percent), and "pretrain": short windows for the base model, as documents, questions whose
+evidence lies inside the window, and chunk-to-key-facts extraction examples. Every example is generated
+from its own Generator seeded by (seed, split, index), so a record never depends on build order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from jaxlab.data import documents as D
+from jaxlab.data import world as W
+
+PRETRAIN_KINDS = ("document", "qa", "extract")
+
+
+@dataclasses.dataclass
+class LongDocQAConfig(tfds.core.BuilderConfig):
+  """Knobs of one variant. `horizon=None` draws a horizon per example, uniformly in [0, 1]."""
+
+  corpus: str = "qa"  # "qa" | "pretrain"
+  min_tokens: int = 1_000
+  max_tokens: int = 64_000
+  distractor_ratio: float = 0.5
+  horizon: float | None = None
+  multi_hop_fraction: float = 0.48  # the note's test set: 260 single fact, 240 multi hop
+  chunk_tokens: int = 1024
+  chunk_overlap: int = 128  # stored with the data for readers that chunk; evidence rules use chunk_tokens
+  window_tokens: int = 256  # pretrain only: words per example window
+  num_train: int = 2_000
+  num_validation: int = 300
+  num_test: int = 500
+  seed: int = 0
+
+
+def _grid_configs() -> list[LongDocQAConfig]:
+  return [LongDocQAConfig(name=f"rot_d{int(d * 100):03d}_h{int(h * 100):03d}", distractor_ratio=d, horizon=h,
+              description=f"context-rot cell: distractor ratio {d}, horizon {h}")
+      for d in (0.0, 0.25, 0.5, 0.75, 1.0) for h in (0.0, 0.25, 0.5, 0.75, 1.0)]
+
+
+def _sample_spec(rng: np.random.Generator, cfg: LongDocQAConfig, split: str) -> D.DocSpec:
+  task = "multi_hop" if rng.random() < cfg.multi_hop_fraction else "single_fact"
+  lo = max(cfg.min_tokens, D.min_tokens_for(task, cfg.chunk_tokens))
+  if lo > cfg.max_tokens:
+    raise ValueError(f"max_tokens={cfg.max_tokens} is below the {lo} words multi-hop needs "
+             f"with chunk_tokens={cfg.chunk_tokens}")
+  # Log-uniform lengths: as many 1k-2k documents as 32k-64k ones, so short contexts are not starved.
+  n = int(round(np.exp(rng.uniform(np.log(lo), np.log(cfg.max_tokens)))))
+  horizon = float(rng.uniform()) if cfg.horizon is None else cfg.horizon
+  return D.DocSpec(split=split, num_tokens=n, task_type=task, distractor_ratio=cfg.distractor_ratio,
+           horizon=horizon, chunk_tokens=cfg.chunk_tokens)
+
+
+def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
+  """Yield `num` QA records of `split` (plain dicts in the published schema plus evidence fields)."""
+  for i in range(num):
+    rng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i])
+    yield D.make_document(rng, _sample_spec(rng, cfg, split), f"{split}-{i:06d}").record
+
+
+def generate_pretrain(cfg: LongDocQAConfig, split: str, num: int):
+  """Yield pretraining examples {id, kind, context, question, target}, cycling over the three kinds.
+
+  Windows are whole short documents, so a question's evidence is always inside its window; the
+  extraction target lists every fact of the window in one fixed canonical form, in reading order."""
+  for i in range(num):
+    rng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i])
+    kind = PRETRAIN_KINDS[i % len(PRETRAIN_KINDS)]
+    spec = D.DocSpec(split=split, num_tokens=cfg.window_tokens,
+             task_type="multi_hop" if rng.random() < cfg.multi_hop_fraction else "single_fact",
+             distractor_ratio=cfg.distractor_ratio, horizon=float(rng.uniform()), chunk_tokens=0)
+    doc = D.make_document(rng, spec, f"{split}-{i:06d}")
+    ex = {"id": doc.record["id"], "kind": kind, "context": doc.record["document"], "question": "", "target": ""}
+    if kind == "qa":
+      ex.update(question=doc.record["question"], target=doc.record["gold_answer"])
+    elif kind == "extract":
+      facts = [s.fact for p in doc.passages for s in p if s.fact is not None]
+      ex.update(target=" ".join(W.canonical_fact(f) for f in facts))
+    yield ex
+
+
+class LongDocQA(tfds.core.GeneratorBasedBuilder):
+  """Synthetic long-document QA (single fact and two-hop) with distractors and a horizon knob."""
+
+  name = "long_doc_qa"
+  VERSION = tfds.core.Version("1.0.0")
+  RELEASE_NOTES = {"1.0.0": "Procedural world, single-fact and two-hop questions, pretraining corpus."}
+  BUILDER_CONFIGS = [LongDocQAConfig(name="default", description="1k-64k words, random horizon"),
+            *_grid_configs(),
+            LongDocQAConfig(name="pretrain", corpus="pretrain", description="base-model corpus",
+                    num_train=60_000, num_validation=1_500, num_test=1_500)]
+  DEFAULT_CONFIG_NAME = "default"
+
+  def __init__(self, **kwargs):
+    kwargs.setdefault("file_format", "array_record")  # random access without TensorFlow
+    super().__init__(**kwargs)
+
+  def _info(self) -> tfds.core.DatasetInfo:
+    text, ints = tfds.features.Text(), tfds.features.Tensor(shape=(None,), dtype=np.int32)
+    if self.builder_config.corpus == "pretrain":
+      features = {k: text for k in ("id", "kind", "context", "question", "target")}
+    else:
+      features = {k: text for k in ("id", "document", "question", "gold_answer", "task_type")}
+      features.update({f"evidence_{k}": ints for k in ("word_start", "word_end", "char_start", "char_end")})
+      features.update(evidence=tfds.features.Sequence(text),
+              num_tokens=tfds.features.Tensor(shape=(), dtype=np.int32),
+              horizon=tfds.features.Tensor(shape=(), dtype=np.float32),
+              distractor_ratio=tfds.features.Tensor(shape=(), dtype=np.float32))
+    return self.dataset_info_from_configs(features=tfds.features.FeaturesDict(features))
+
+  def _split_generators(self, dl_manager):
+    del dl_manager  # generated offline: nothing to download
+    cfg = self.builder_config
+    return {split: self._generate_examples(split, n)
+        for split, n in zip(W.SPLITS, (cfg.num_train, cfg.num_validation, cfg.num_test))}
+
+  def _generate_examples(self, split: str, num: int):
+    cfg = self.builder_config
+    gen = generate_pretrain if cfg.corpus == "pretrain" else generate_qa
+    for ex in gen(cfg, split, num):
+      yield ex["id"], ex
+
+
+def build(config: str | LongDocQAConfig = "default", data_dir: str | None = None) -> LongDocQA:
+  """Generate and write the set (a no-op when already built); never touches the network."""
+  builder = LongDocQA(config=config, data_dir=data_dir)
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(try_download_gcs=False))
+  return builder
+
+
+def decode_example(example: dict) -> dict:
+  """Bytes to str and arrays to lists, giving back the plain records that `generate_qa` yields."""
+  def dec(v):
+    if isinstance(v, bytes):
+      return v.decode("utf-8")
+    if isinstance(v, np.ndarray):
+      return [dec(x) for x in v.tolist()] if v.ndim else v.item()
+    if isinstance(v, (list, tuple)):
+      return [dec(x) for x in v]
+    return v.item() if isinstance(v, np.generic) else v
+  return {k: dec(v) for k, v in example.items()}

@@ -1,0 +1,124 @@
+"""The synthetic long-document QA set (issue 7, `jaxlab/data/`): determinism, knobs, evidence, TFDS, JSONL."""
+
+import numpy as np
+import pytest
+
+from jaxlab.data import documents as D
+from jaxlab.data import jsonl
+from jaxlab.data import long_doc_qa as L
+from jaxlab.data import world as W
+
+TINY = L.LongDocQAConfig(name="tiny", min_tokens=300, max_tokens=2_000, chunk_tokens=256, chunk_overlap=32,
+             num_train=5, num_validation=2, num_test=3)
+
+
+def doc(seed, **spec):
+  return D.make_document(np.random.default_rng(seed), D.DocSpec(**spec), f"t{seed}")
+
+
+def test_same_seed_same_records_and_new_seed_new_records():
+  a, b = list(L.generate_qa(TINY, "train", 4)), list(L.generate_qa(TINY, "train", 4))
+  assert a == b
+  other = L.LongDocQAConfig(**{**TINY.__dict__, "seed": 1})
+  assert [r["document"] for r in L.generate_qa(other, "train", 4)] != [r["document"] for r in a]
+
+
+def test_multi_hop_evidence_lies_in_different_chunks():
+  for seed in range(20):
+    r = doc(seed, num_tokens=1_500, task_type="multi_hop", chunk_tokens=256, horizon=seed / 19).record
+    spans = list(zip(r["evidence_word_start"], r["evidence_word_end"]))
+    assert len(spans) == 2
+    for c0, c1 in D.chunk_spans(r["num_tokens"], 256, overlap=64):
+      assert not all(s < c1 and e > c0 for s, e in spans), (seed, spans, (c0, c1))
+
+
+def test_horizon_moves_the_evidence():
+  for h in (0.05, 0.5, 0.95):
+    for seed in range(5):
+      r = doc(seed, num_tokens=4_000, horizon=h).record
+      from_end = (r["num_tokens"] - r["evidence_word_start"][0]) / r["num_tokens"]
+      assert abs(from_end - h) < 0.05, (h, seed, from_end)
+
+
+def test_distractor_ratio_sets_the_distractor_share():
+  shares = []
+  for ratio in (0.0, 0.3, 0.7, 1.0):
+    words = {"distractor": 0, "filler": 0, "evidence": 0}
+    for seed in range(4):
+      for p in doc(seed, num_tokens=6_000, distractor_ratio=ratio).passages:
+        for s in p:
+          words[s.kind] += len(s.text.split())
+    shares.append(words["distractor"] / (words["distractor"] + words["filler"]))
+  assert shares[0] == 0.0 and shares[-1] == 1.0
+  assert abs(shares[1] - 0.3) < 0.1 and abs(shares[2] - 0.7) < 0.1, shares
+
+
+def test_gold_answer_is_stated_by_the_evidence_and_nowhere_else():
+  for seed in range(30):
+    task = "multi_hop" if seed % 2 else "single_fact"
+    d = doc(seed, num_tokens=2_000, task_type=task, chunk_tokens=512)
+    r = d.record
+    assert r["gold_answer"] in r["evidence"][-1] and 1 <= len(r["gold_answer"].split()) <= 4
+    for ev, s, e in zip(r["evidence"], r["evidence_char_start"], r["evidence_char_end"]):
+      assert r["document"][s:e] == ev
+    by_text = {s.text: s.fact for p in d.passages for s in p if s.kind == "evidence"}
+    facts = [by_text[ev] for ev in r["evidence"]]  # hop order
+    if task == "multi_hop":  # the bridge entity links the two hops
+      assert facts[0].object == facts[1].subject and facts[0].object in r["evidence"][0]
+    keys = {(f.subject, f.relation) for f in facts}
+    assert not [s for p in d.passages for s in p if s.kind != "evidence" and s.fact
+          and (s.fact.subject, s.fact.relation) in keys]
+
+
+def test_documents_span_the_requested_lengths():
+  cfg = L.LongDocQAConfig(name="len", min_tokens=1_000, max_tokens=16_000, chunk_tokens=256)
+  lengths = []
+  for r in L.generate_qa(cfg, "validation", 24):
+    assert r["num_tokens"] == len(r["document"].split())
+    lengths.append(r["num_tokens"])
+  assert 1_000 <= min(lengths) < 2_500 and 8_000 < max(lengths) <= 16_000 + 200, lengths
+  assert 64_000 <= doc(0, num_tokens=64_000).record["num_tokens"] <= 64_200
+
+
+def test_splits_use_disjoint_entities():
+  pools = {s: set(sum(W.name_pools(s).values(), [])) for s in W.SPLITS}
+  assert not pools["train"] & pools["test"] and not pools["train"] & pools["validation"]
+  for r in L.generate_qa(TINY, "test", 3):
+    assert any(n in r["question"] for n in pools["test"]) and not any(n in r["question"] for n in pools["train"])
+
+
+def test_pretrain_corpus_keeps_evidence_inside_the_window():
+  cfg = L.LongDocQAConfig(name="pt", corpus="pretrain", window_tokens=200)
+  examples = list(L.generate_pretrain(cfg, "train", 12))
+  assert [e["kind"] for e in examples[:3]] == list(L.PRETRAIN_KINDS)
+  for e in examples:
+    assert 200 <= len(e["context"].split()) <= 320
+    if e["kind"] == "qa":
+      assert e["target"] and e["target"] in e["context"]
+    if e["kind"] == "extract":  # every extracted fact names an entity of the window
+      for fact in e["target"].split(". "):
+        assert " ".join(fact.split()[:2]) in e["context"]
+
+
+def test_tfds_builds_a_tiny_config_and_reads_it_back(tmp_path):
+  builder = L.build(TINY, str(tmp_path))
+  source = builder.as_data_source()
+  assert {k: len(v) for k, v in source.items()} == {"train": 5, "validation": 2, "test": 3}
+  # TFDS shuffles records by key on write, so compare in id order.
+  read = sorted((L.decode_example(source["test"][i]) for i in range(3)), key=lambda r: r["id"])
+  assert read == list(L.generate_qa(TINY, "test", 3))
+  assert list(tmp_path.rglob("*.array_record*"))
+
+
+def test_jsonl_round_trip_and_malformed_line(tmp_path):
+  path = tmp_path / "set.jsonl"
+  records = list(L.generate_qa(TINY, "test", 3))
+  jsonl.write_jsonl(records, path)
+  assert jsonl.read_jsonl(path) == records
+  lines = path.read_text().splitlines()
+  for bad in ("{not json", '{"id": "x"}', lines[0].replace('"single_fact"', '"essay"').replace(
+      '"multi_hop"', '"essay"')):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(lines[1:] + [bad]) + "\n")
+    with pytest.raises(ValueError, match=f"{broken}:3"):
+      jsonl.read_jsonl(broken)
