@@ -117,7 +117,8 @@ def _scan_program(step_fn: Callable, chunk: int, n_steps: int):
 
 
 def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *, key: str,
-                 desc: str = "steps", mesh=None, block: int = 32, stop_after: int | None = None):
+                 desc: str = "steps", mesh=None, block: int = 32, stop_after: int | None = None,
+                 checkpoints: str = "checkpoints"):
   """Runs `state, out = step_fn(state, t)` for t = 0 .. n_steps - 1 on every row, checkpointed.
 
   `state` is a pytree of arrays whose leading axis is the runs axis (PRNG keys as raw key data);
@@ -130,7 +131,9 @@ def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *,
 
   Returns (final state, outputs with shape (rows, n_steps, ...)) as NumPy. `key` identifies the
   sweep as in `run_chunked`. Restore order: fingerprint, then `done` (steps finished), then the
-  state (unflattened into `state`'s structure) and the outputs.
+  state (unflattened into `state`'s structure) and the outputs. `checkpoints` is the Orbax folder
+  under `workdir` (several scans of one experiment, e.g. row kinds with different states, each
+  get their own).
   """
   mesh = mesh or mesh_lib.make_mesh()
   workdir = Path(workdir)
@@ -139,7 +142,7 @@ def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *,
   n_rows = len(jax.tree.leaves(state)[0])
   leaves, treedef = jax.tree.flatten(jax.tree.map(np.asarray, state))
   outputs, done = None, 0
-  mgr = manager(workdir / "checkpoints")
+  mgr = manager(workdir / checkpoints)
   if mgr.latest_step() is not None:
     saved = mgr.restore(mgr.latest_step(), args=ocp.args.StandardRestore())
     saved_key = bytes(np.asarray(saved["key"])).decode()

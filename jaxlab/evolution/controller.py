@@ -33,11 +33,37 @@ def sensed(sensor_mask, seen):
   return sensor_mask[None, :] & seen
 
 
+def distances(protos, n_slots, obs, info):
+  """Squared distance from each step's sensed observation to each prototype on the sensed
+  coordinates, (KMAX, steps); slots >= n_slots are infinitely far.
+
+  Written slot by slot and feature by feature over the steps axis: the natural
+  (steps, KMAX, features) broadcast puts a 6-long reduction in the minor dimension, which XLA
+  CPU does not vectorize (it was 80% of a generation)."""
+  obs_t, info_t = obs.T, info.T                     # (features, steps)
+  rows = []
+  for j in range(KMAX):
+    d = info_t[0] * (obs_t[0] - protos[j, 0]) ** 2
+    for f in range(1, obs.shape[1]):
+      d = d + info_t[f] * (obs_t[f] - protos[j, f]) ** 2
+    rows.append(jnp.where(j < n_slots, d, jnp.inf))
+  return jnp.stack(rows)
+
+
+def _nearest(d, values):
+  """values[argmin(d, axis=0)], ties -> lowest slot, as a chain of KMAX - 1 strict comparisons
+  (elementwise, so it vectorizes; an argmin reduction and a gather do not)."""
+  best_d, best = d[0], jnp.broadcast_to(values[0], d.shape[1:])
+  for j in range(1, KMAX):
+    better = d[j] < best_d
+    best_d = jnp.where(better, d[j], best_d)
+    best = jnp.where(better, values[j], best)
+  return best
+
+
 def pick_slot(protos, n_slots, obs, info):
   """Nearest prototype on the sensed coordinates; slots >= n_slots never win; ties -> lowest slot."""
-  d = (info[:, None, :] * (obs[:, None, :] - protos[None]) ** 2).sum(-1)
-  d = jnp.where(jnp.arange(KMAX)[None, :] < n_slots, d, jnp.inf)
-  return jnp.argmin(d, axis=1)
+  return _nearest(distances(protos, n_slots, obs, info), jnp.arange(KMAX))
 
 
 def installed_or_bare(tool, tool_mask):
@@ -46,11 +72,12 @@ def installed_or_bare(tool, tool_mask):
 
 
 def table_tools(genome: Genome, n_slots, tasks):
-  """The tool the table controller uses at every step of the seed's tasks."""
+  """The tool the table controller uses at every step of the seed's tasks: the nearest slot's
+  preferred tool, or bare hands when that tool is not installed (resolved per slot, once)."""
   info = sensed(genome.sensor_mask, tasks["seen"])
   obs = jnp.asarray(world.FEATURES)[tasks["niche"]] * info
-  slot = pick_slot(genome.protos, n_slots, obs, info)
-  return installed_or_bare(genome.tools[slot], genome.tool_mask)
+  slot_tools = installed_or_bare(genome.tools, genome.tool_mask)
+  return _nearest(distances(genome.protos, n_slots, obs, info), slot_tools)
 
 
 def random_genome(key, tool_p: float = 0.5, sensor_p: float = 0.5) -> Genome:

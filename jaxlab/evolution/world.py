@@ -133,9 +133,24 @@ def task_means(scores, tasks, where):
   return (onehot * scores[None, :]).sum(1) / jnp.maximum(onehot.sum(1), 1)
 
 
+def score_table(tasks, k: Constants):
+  """Every tool's step score at every step, (N_TOOLS, steps): it depends on the tasks only, so
+  under a vmap over a population it is computed once per seed, not once per individual."""
+  return step_scores(jnp.arange(N_TOOLS)[:, None], tasks["niche"][None, :], tasks["scale"][None, :], k)
+
+
+def select_tool(table, tools_used):
+  """table[tools_used[s], s] for every step s, as a chain of selects (exact: it copies the
+  entry; XLA CPU vectorizes it, where a per-individual gather runs as a scalar loop)."""
+  out = table[0]
+  for j in range(1, N_TOOLS):
+    out = jnp.where(tools_used == j, table[j], out)
+  return out
+
+
 def fitness(tools_used, tool_mask, sensor_mask, tasks, k: Constants) -> dict:
   """True F, its myopic twin (common steps only) and the parts, for the tools used per step."""
-  scores = step_scores(tools_used, tasks["niche"], tasks["scale"], k)
+  scores = select_tool(score_table(tasks, k), tools_used)
   per_task = task_means(scores, tasks, jnp.ones_like(tasks["common"]))
   myopic_task = task_means(scores, tasks, tasks["common"])
   c, p = harness_cost(tool_mask, sensor_mask, k), spam_penalty(tool_mask, sensor_mask)
@@ -148,13 +163,15 @@ def myopic_tool_value(tools_used, tool_mask, scores, tasks, k: Constants):
   """What a myopic brain believes each installed tool is worth: its gain over bare hands on the
   common slice (as it enters the myopic S) minus its share of the weighted harness cost. A tool
   unused on common steps is worth only minus its cost: dead weight. Uninstalled tools: +inf."""
-  bare = step_scores(jnp.zeros_like(tools_used), tasks["niche"], tasks["scale"], k)
+  bare = step_scores(jnp.zeros_like(tasks["niche"]), tasks["niche"], tasks["scale"], k)  # per seed
   gain = scores - bare
   # Weight of each common step in the myopic S: 1 / (3 x common steps of its task).
   onehot = (tasks["task"][None, :] == jnp.arange(3)[:, None]) & tasks["common"][None, :]
   weight = (onehot / jnp.maximum(onehot.sum(1, keepdims=True), 1)).sum(0) / 3
-  used = tools_used[None, :] == jnp.arange(N_TOOLS)[:, None]
-  value = (used * (gain * weight)[None, :]).sum(1)
+  gw = gain * weight
+  # Each tool's sum over the steps it is used at, tool by tool: elementwise selects and a sum
+  # along the steps, which XLA CPU vectorizes (a (tools, steps) one-hot product did not).
+  value = jnp.stack([jnp.where(tools_used == j, gw, 0.0).sum() for j in range(N_TOOLS)])
   own_cost = jnp.asarray(COST) + k.tax_rate * jnp.clip(0.22 - jnp.asarray(NU), 0.0, 0.20)
   value = value - k.cost_weight * own_cost
   installed = tool_mask.at[BARE].set(False)

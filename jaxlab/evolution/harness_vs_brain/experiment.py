@@ -58,18 +58,55 @@ def constants(config) -> sweep.Sweep:
                      regimes=regimes)
 
 
+def _kinds(table):
+  """Row indices of each row kind (table GA, MLP) that the table has, in sweep.KINDS order."""
+  kind = sweep.kind_of(table["regime"])
+  return [(name, np.nonzero(kind == i)[0]) for i, name in enumerate(sweep.KINDS) if (kind == i).any()]
+
+
+def _merge(table, parts, generations):
+  """Per-kind outputs back into the runs table's row order."""
+  n = len(table["seed"])
+  history = {}
+  for idx, out in parts:
+    for m, v in out.items():
+      history.setdefault(m, np.zeros((n, generations) + v.shape[2:], v.dtype))[idx] = v
+  return history
+
+
 def simulate(config, workdir, mesh_=None, stop_after=None):
-  """The sweep: initial states of every row, then generations in checkpointed chunks.
+  """The sweep: each row kind's initial states, then generations in checkpointed chunks (one
+  Orbax folder per kind, `checkpoints/table` and `checkpoints/mlp`).
   Returns (table, per-generation metrics (rows, generations)), or None when stopped early."""
   table = grid.build(config)
   k = constants(config)
   mesh_ = mesh_ or mesh.make_mesh()
-  state = mesh.map_runs(sweep.batch_init(k), grid.model_inputs(table), mesh_, config.block)
   key = checkpoint.fingerprint(config.to_dict(), table)
-  out = checkpoint.scan_chunked(sweep.batch_step(k), state, config.generations, config.chunk, workdir,
-                                key=key, desc=f"harness_vs_brain:{config.variant}", mesh=mesh_,
-                                block=config.block, stop_after=stop_after)
-  return None if out is None else (table, out[1])
+  parts = []
+  for kind, idx in _kinds(table):
+    rows = {name: v[idx] for name, v in grid.model_inputs(table).items()}
+    state = mesh.map_runs(sweep.batch_init(k, kind), rows, mesh_, config.block)
+    out = checkpoint.scan_chunked(sweep.batch_step(k, kind), state, config.generations, config.chunk,
+                                  workdir, key=f"{key}:{kind}", desc=f"harness_vs_brain:{config.variant}:{kind}",
+                                  mesh=mesh_, block=config.block, stop_after=stop_after,
+                                  checkpoints=f"checkpoints/{kind}")
+    if out is None:
+      return None
+    parts.append((idx, out[1]))
+  return table, _merge(table, parts, config.generations)
+
+
+def evolve(config, mesh_=None):
+  """The same sweep as one jitted program per row kind, no checkpoints (what the benchmark times).
+  Returns (table, per-generation metrics)."""
+  table = grid.build(config)
+  k = constants(config)
+  mesh_ = mesh_ or mesh.make_mesh()
+  parts = []
+  for kind, idx in _kinds(table):
+    rows = {name: v[idx] for name, v in grid.model_inputs(table).items()}
+    parts.append((idx, mesh.map_runs(sweep.batch_run(k, kind, config.generations), rows, mesh_, config.block)))
+  return table, _merge(table, parts, config.generations)
 
 
 def run(config, workdir):

@@ -2,10 +2,10 @@
 
 A run is a row (regime, K, seed). `init_row` draws the seed's tasks and the initial population;
 `step_row` is one generation: ask, evaluate every individual on the seed's tasks, tell, record
-the elite's metrics. The five table regimes share one vmapped program through their Params rows;
-the sixth, a Flax MLP of width K evolved by evosax's SNES, evolves in every row beside the table
-GA and its metrics are kept only in its own rows (under vmap a per-row branch runs both sides
-anyway, and both are cheap), so every regime x K x seed is one jitted program.
+the elite's metrics. The five table regimes share one vmapped program through their Params rows.
+The sixth, a Flax MLP of width K evolved by evosax's SNES, is a second row kind with its own
+`init_mlp_row` / `step_mlp_row` and its own program (under vmap a per-row branch would run both
+sides for every row), so no row pays for the other kind's work.
 
 Keys: the seed key is fold_in(root, seed), so regimes and K see the same tasks and initial draws
 seed by seed (a paired design); generation t uses fold_in(seed key, 2 + t), so chunking
@@ -68,12 +68,19 @@ def evaluate_mlp(params, width, tasks, k: Sweep) -> dict:
   return dict(F=fit["F"], F_myopic=fit["F_myopic"], deceptive=fit["deceptive"], tool_mask=tool_mask)
 
 
+def _regime_params(row, k: Sweep) -> strategies.Params:
+  return jax.tree.map(lambda x: x[jnp.minimum(row["regime"], MLP - 1)], params_table(k))
+
+
+def _tasks(row, k: Sweep):
+  return world.draw_tasks(jax.random.fold_in(seed_key(row, k), 0), k.world)
+
+
 def init_row(row, k: Sweep) -> dict:
-  ga, es = algorithms(k)
-  key = seed_key(row, k)
-  tasks = world.draw_tasks(jax.random.fold_in(key, 0), k.world)
-  kg, ke = jax.random.split(jax.random.fold_in(key, 1))
-  p = jax.tree.map(lambda x: x[jnp.minimum(row["regime"], MLP - 1)], params_table(k))
+  """A table-GA row (regimes 0..4): the seed's tasks and the initial population."""
+  ga, _ = algorithms(k)
+  kg, _ = jax.random.split(jax.random.fold_in(seed_key(row, k), 1))
+  p = _regime_params(row, k)
   pop = jax.vmap(controller.random_genome)(jax.random.split(kg, k.population))
   kit_tools, kit_sensors = controller.field_kit()
   n = k.population
@@ -85,8 +92,15 @@ def init_row(row, k: Sweep) -> dict:
       tool_mask=jnp.where(p.evolve_harness, pop.tool_mask, jnp.broadcast_to(kit_tools, (n, world.N_TOOLS))),
       sensor_mask=jnp.where(p.evolve_harness, pop.sensor_mask,
                             jnp.broadcast_to(kit_sensors, (n, world.N_FEATURES))))
-  # SNES searches around zero weights with its default spread (std 1 per weight).
-  return dict(row=row, tasks=tasks, ga=ga.init(kg, pop, p), es=es.init(ke, controller.mlp_template()),
+  return dict(row=row, tasks=_tasks(row, k), ga=ga.init(kg, pop, p),
+              champion=jnp.zeros(world.N_TOOLS, bool))
+
+
+def init_mlp_row(row, k: Sweep) -> dict:
+  """An MLP row (regime 5): the seed's tasks and SNES around zero weights (its default spread)."""
+  _, es = algorithms(k)
+  _, ke = jax.random.split(jax.random.fold_in(seed_key(row, k), 1))
+  return dict(row=row, tasks=_tasks(row, k), es=es.init(ke, controller.mlp_template()),
               champion=jnp.zeros(world.N_TOOLS, bool))
 
 
@@ -105,35 +119,65 @@ def elite_metrics(F, F_myopic, selection, deceptive, tool_mask, previous, t, k: 
       turnover=jnp.where(t == 0, 0.0, jaccard))   # the champion's tool set, generation to generation
 
 
+def _generation_keys(row, t, k: Sweep):
+  return jax.random.split(jax.random.fold_in(seed_key(row, k), 2 + t))
+
+
 def step_row(state, t, k: Sweep):
-  ga, es = algorithms(k)
+  """One generation of a table-GA row: ask, evaluate, tell, the elite's metrics."""
+  ga, _ = algorithms(k)
   row, tasks = state["row"], state["tasks"]
-  key = jax.random.fold_in(seed_key(row, k), 2 + t)
-  ka, ke = jax.random.split(key)
-  p = jax.tree.map(lambda x: x[jnp.minimum(row["regime"], MLP - 1)], params_table(k))
+  ka, _ = _generation_keys(row, t, k)
+  p = _regime_params(row, k)
   pop, _ = ga.ask(ka, state["ga"], p)
   ev = jax.vmap(evaluate_genome, (0, None, None, None))(pop, row["n_slots"], tasks, k)
   selection = jnp.where(p.myopic, ev["F_myopic"], ev["F"])
   ga_state, _ = ga.tell(None, pop, selection, state["ga"], p, ev["tool_value"])
+  champion, out = elite_metrics(ev["F"], ev["F_myopic"], selection, ev["deceptive"], ev["tool_mask"],
+                                state["champion"], t, k)
+  return dict(state, ga=ga_state, champion=champion), out
+
+
+def step_mlp_row(state, t, k: Sweep):
+  """One generation of an MLP row: SNES ask, evaluate on the field kit, tell, the elite's metrics."""
+  _, es = algorithms(k)
+  row, tasks = state["row"], state["tasks"]
+  _, ke = _generation_keys(row, t, k)
   es_pop, es_state = es.ask(ke, state["es"])
   mv = jax.vmap(evaluate_mlp, (0, None, None, None))(es_pop, row["n_slots"], tasks, k)
   es_state, _ = es.tell(ke, es_pop, mv["F"], es_state)
-  is_mlp = row["regime"] == MLP
-  pick = lambda name: jnp.where(is_mlp, mv[name], ev[name])
-  sel = jnp.where(is_mlp, mv["F"], selection)
-  champion, out = elite_metrics(pick("F"), pick("F_myopic"), sel, pick("deceptive"),
-                                jnp.where(is_mlp, mv["tool_mask"], ev["tool_mask"]),
+  tool_mask = jnp.broadcast_to(mv["tool_mask"], (k.population, world.N_TOOLS))
+  champion, out = elite_metrics(mv["F"], mv["F_myopic"], mv["F"], mv["deceptive"], tool_mask,
                                 state["champion"], t, k)
-  return dict(state, ga=ga_state, es=es_state, champion=champion), out
+  return dict(state, es=es_state, champion=champion), out
+
+
+KINDS = ("table", "mlp")   # row kinds: each is its own program, so no row computes the other's work
+
+
+def kind_of(regime):
+  """0 for the table-GA regimes, 1 for the MLP regime (per row of a runs table)."""
+  return (regime == MLP).astype(int)
 
 
 @functools.lru_cache(maxsize=None)
-def batch_init(k: Sweep):
-  """The batched initial state over a block of rows: what `core.mesh.map_runs` shards."""
-  return jax.vmap(functools.partial(init_row, k=k))
+def batch_init(k: Sweep, kind: str = "table"):
+  """The batched initial state over a block of rows of one kind: what `core.mesh.map_runs` shards."""
+  return jax.vmap(functools.partial(init_row if kind == "table" else init_mlp_row, k=k))
 
 
 @functools.lru_cache(maxsize=None)
-def batch_step(k: Sweep):
-  """One generation of a block of rows: what `core.checkpoint.scan_chunked` scans and shards."""
-  return jax.vmap(functools.partial(step_row, k=k), (0, None))
+def batch_step(k: Sweep, kind: str = "table"):
+  """One generation of a block of rows of one kind: what `core.checkpoint.scan_chunked` scans."""
+  return jax.vmap(functools.partial(step_row if kind == "table" else step_mlp_row, k=k), (0, None))
+
+
+@functools.lru_cache(maxsize=None)
+def batch_run(k: Sweep, kind: str, generations: int):
+  """Every generation of a block of rows in one `lax.scan`, no checkpoints (the benchmark's
+  program): {"state", "out"} like `scan_chunked`, outputs (rows, generations)."""
+  step = batch_step(k, kind)
+  def run(rows):
+    state, out = jax.lax.scan(step, batch_init(k, kind)(rows), jnp.arange(generations, dtype=jnp.int32))
+    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)
+  return run
