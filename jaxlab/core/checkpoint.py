@@ -50,6 +50,50 @@ def _encode(text: str) -> np.ndarray:
   return np.frombuffer(text.encode(), dtype=np.uint8).copy()
 
 
+class _Chunks:
+  """What both chunked loops share: the Orbax manager with its fingerprint check, the progress
+  bar and progress.jsonl (process 0 only)."""
+
+  def __init__(self, workdir: Path, folder: str, key: str, total: int, desc: str):
+    self.workdir, self.key, self.total, self.desc = workdir, key, total, desc
+    self.mgr = manager(workdir / folder)
+
+  def restore(self):
+    """The latest save as a dict of NumPy arrays, or None; raises if another sweep made it."""
+    if self.mgr.latest_step() is None:
+      return None
+    saved = self.mgr.restore(self.mgr.latest_step(), args=ocp.args.StandardRestore())
+    saved_key = bytes(np.asarray(saved["key"])).decode()
+    if saved_key != self.key:
+      raise RuntimeError(f"{self.workdir} holds checkpoints of another sweep ({saved_key} != {self.key}); "
+                         "use a new --workdir or delete its checkpoints folder")
+    return saved
+
+  def __call__(self, initial: int):
+    lead = jax.process_index() == 0
+    self.log = (self.workdir / "progress.jsonl").open("a") if lead else None
+    self.bar = tqdm(total=self.total, initial=initial, desc=self.desc, unit="chunk", disable=not lead)
+    return self
+
+  def __enter__(self):
+    return self
+
+  def save(self, c: int, t0: float, tree: dict, **record) -> None:
+    self.mgr.save(c, args=ocp.args.StandardSave({"key": _encode(self.key), **tree}))
+    self.mgr.wait_until_finished()
+    self.bar.update(1)
+    if self.log:
+      self.log.write(json.dumps({"chunk": c + 1, "of": self.total, **record,
+                                 "seconds": round(time.perf_counter() - t0, 3)}) + "\n")
+      self.log.flush()
+
+  def __exit__(self, *exc):
+    self.bar.close()
+    if self.log:
+      self.log.close()
+    self.mgr.close()
+
+
 def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc: str = "runs",
                 mesh=None, block: int = 32):
   """Maps batched `fn` over the rows of `runs` chunk by chunk, checkpointed; returns NumPy outputs.
@@ -63,39 +107,18 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
   n = len(jax.tree.leaves(runs)[0])
   chunk = mesh_lib.padded_size(min(chunk_size, n), mesh, block)
   n_chunks = -(-n // chunk)
-  mgr = manager(workdir / "checkpoints")
-  start, parts = 0, []
-  if mgr.latest_step() is not None:
-    saved = mgr.restore(mgr.latest_step(), args=ocp.args.StandardRestore())
-    saved_key = bytes(np.asarray(saved["key"])).decode()
-    if saved_key != key:
-      raise RuntimeError(f"{workdir} holds checkpoints of another sweep ({saved_key} != {key}); "
-                         "use a new --workdir or delete its checkpoints/ folder")
-    start = int(saved["done"])
-    parts = [jax.tree.map(np.asarray, saved["results"])]
-  lead = jax.process_index() == 0
-  log = (workdir / "progress.jsonl").open("a") if lead else None
-  bar = tqdm(total=n_chunks, initial=start, desc=desc, unit="chunk", disable=not lead)
-  for c in range(start, n_chunks):
-    t0 = time.perf_counter()
-    rows = jax.tree.map(lambda x: np.asarray(x)[c * chunk:(c + 1) * chunk], runs)
-    real = len(jax.tree.leaves(rows)[0])
-    out = mesh_lib.map_runs(fn, mesh_lib.pad_rows(rows, chunk), mesh, block)
-    parts.append(jax.tree.map(lambda x: x[:real], out))
-    results = jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
-    parts = [results]
-    mgr.save(c, args=ocp.args.StandardSave(
-        {"key": _encode(key), "done": np.int64(c + 1), "results": results}))
-    mgr.wait_until_finished()
-    bar.update(1)
-    if log:
-      log.write(json.dumps({"chunk": c + 1, "of": n_chunks, "rows": int(min(n, (c + 1) * chunk)),
-                            "seconds": round(time.perf_counter() - t0, 3)}) + "\n")
-      log.flush()
-  bar.close()
-  if log:
-    log.close()
-  mgr.close()
+  chunks = _Chunks(workdir, "checkpoints", key, n_chunks, desc)
+  saved = chunks.restore()
+  start = 0 if saved is None else int(saved["done"])
+  parts = [] if saved is None else [jax.tree.map(np.asarray, saved["results"])]
+  with chunks(start):
+    for c in range(start, n_chunks):
+      t0 = time.perf_counter()
+      rows = jax.tree.map(lambda x: np.asarray(x)[c * chunk:(c + 1) * chunk], runs)
+      real = len(jax.tree.leaves(rows)[0])
+      out = mesh_lib.map_runs(fn, mesh_lib.pad_rows(rows, chunk), mesh, block)
+      parts = [jax.tree.map(lambda *xs: np.concatenate(xs), *parts, jax.tree.map(lambda x: x[:real], out))]
+      chunks.save(c, t0, {"done": np.int64(c + 1), "results": parts[0]}, rows=int(min(n, (c + 1) * chunk)))
   return parts[0]
 
 
@@ -142,46 +165,29 @@ def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *,
   n_rows = len(jax.tree.leaves(state)[0])
   leaves, treedef = jax.tree.flatten(jax.tree.map(np.asarray, state))
   outputs, done = None, 0
-  mgr = manager(workdir / checkpoints)
-  if mgr.latest_step() is not None:
-    saved = mgr.restore(mgr.latest_step(), args=ocp.args.StandardRestore())
-    saved_key = bytes(np.asarray(saved["key"])).decode()
-    if saved_key != key:
-      raise RuntimeError(f"{workdir} holds checkpoints of another sweep ({saved_key} != {key}); "
-                         "use a new --workdir or delete its checkpoints/ folder")
+  chunks = _Chunks(workdir, checkpoints, key, n_chunks, desc)
+  saved = chunks.restore()
+  if saved is not None:
     done = int(saved["done"])
     # Orbax gives back dicts of NumPy arrays; the caller's state fixes the tree structure.
     leaves = [np.asarray(saved["state"][str(i)]).astype(x.dtype) for i, x in enumerate(leaves)]
     outputs = jax.tree.map(np.asarray, saved["outputs"])
   program = _scan_program(step_fn, chunk, n_steps)
-  lead = jax.process_index() == 0
-  log = (workdir / "progress.jsonl").open("a") if lead else None
-  bar = tqdm(total=n_chunks, initial=done // chunk, desc=desc, unit="chunk", disable=not lead)
   ran = 0
-  for c in range(done // chunk, n_chunks):
-    if stop_after is not None and ran >= stop_after:
-      break
-    t0 = time.perf_counter()
-    rows = {"state": treedef.unflatten(leaves), "t0": np.full(n_rows, c * chunk, np.int32)}
-    result = mesh_lib.map_runs(program, rows, mesh, block)
-    leaves = jax.tree.leaves(result["state"])
-    done = min(n_steps, (c + 1) * chunk)
-    new = jax.tree.map(lambda x: x[:, :done - c * chunk], result["out"])
-    outputs = new if outputs is None else jax.tree.map(lambda a, b: np.concatenate([a, b], 1), outputs, new)
-    mgr.save(c, args=ocp.args.StandardSave(
-        {"key": _encode(key), "done": np.int64(done), "outputs": outputs,
-         "state": {str(i): x for i, x in enumerate(leaves)}}))
-    mgr.wait_until_finished()
-    ran += 1
-    bar.update(1)
-    if log:
-      log.write(json.dumps({"chunk": c + 1, "of": n_chunks, "steps": done,
-                            "seconds": round(time.perf_counter() - t0, 3)}) + "\n")
-      log.flush()
-  bar.close()
-  if log:
-    log.close()
-  mgr.close()
+  with chunks(done // chunk):
+    for c in range(done // chunk, n_chunks):
+      if stop_after is not None and ran >= stop_after:
+        break
+      t0 = time.perf_counter()
+      rows = {"state": treedef.unflatten(leaves), "t0": np.full(n_rows, c * chunk, np.int32)}
+      result = mesh_lib.map_runs(program, rows, mesh, block)
+      leaves = jax.tree.leaves(result["state"])
+      done = min(n_steps, (c + 1) * chunk)
+      new = jax.tree.map(lambda x: x[:, :done - c * chunk], result["out"])
+      outputs = new if outputs is None else jax.tree.map(lambda a, b: np.concatenate([a, b], 1), outputs, new)
+      chunks.save(c, t0, {"done": np.int64(done), "outputs": outputs,
+                          "state": {str(i): x for i, x in enumerate(leaves)}}, steps=done)
+      ran += 1
   if done < n_steps:
     return None
   return treedef.unflatten(leaves), outputs

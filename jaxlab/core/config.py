@@ -10,6 +10,7 @@ command line, or the file and line that set it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import importlib.util
 import re
@@ -60,6 +61,14 @@ def require_int(config, field: str, minimum: int, why: str = "") -> int:
   """An integer field of at least `minimum` (booleans are not integers here)."""
   return require(config, field, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
                  f"an integer >= {minimum}{f' ({why})' if why else ''}")
+
+
+def dataclass_from(cls, section, **given):
+  """`cls(**given, **{field: section[field]})` for the dataclass's other fields, lists as tuples,
+  so the result is hashable and can key a compiled program."""
+  names = {f.name for f in dataclasses.fields(cls)} - set(given)
+  values = {n: tuple(section[n]) if isinstance(section[n], (list, tuple)) else section[n] for n in names}
+  return cls(**given, **values)
 
 
 def _parse_value(text: str) -> Any:

@@ -12,6 +12,7 @@ same code, the result does not depend on how many devices or processes there are
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from typing import Callable
 
@@ -19,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
+from orbax.checkpoint import multihost as ocp_multihost
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 AXIS = "runs"
@@ -39,9 +41,6 @@ def initialize_distributed(coordinator: str | None = None, num_processes: int | 
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_collective_timeout_seconds=1800"
   jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
                              process_id=process_id)
-  # Open the collective connections now, while every process is at the same point: gloo gives
-  # up connecting after 30 s, which a process still compiling would otherwise exceed.
-  multihost_utils.sync_global_devices("jaxlab: processes joined")
 
 
 def make_mesh() -> Mesh:
@@ -76,10 +75,18 @@ def shard_rows(tree, mesh: Mesh):
   return jax.tree.map(put, tree)
 
 
+_gathers = itertools.count()
+
+
 def gather_rows(tree):
   """Global arrays -> NumPy on every process."""
   if jax.process_count() == 1:
     return jax.tree.map(np.asarray, tree)
+  # Meet at a barrier of the coordination service (gRPC, patient) before the gather: gloo gives
+  # up connecting after 30 s, and one process can still be compiling that long after another
+  # has finished its rows. Every process gathers in the same order, so the counters agree.
+  barrier = ocp_multihost.get_barrier_sync_fn()
+  barrier(key=f"jaxlab_gather_{next(_gathers)}", timeout_ms=3_600_000)
   return jax.tree.map(np.asarray, multihost_utils.process_allgather(tree, tiled=True))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import jax
@@ -10,7 +9,7 @@ import numpy as np
 
 from jaxlab.core import checkpoint, results
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import require, require_int
+from jaxlab.core.config import dataclass_from, require, require_int
 from jaxlab.memory.proactive import analysis, grid, learn, plots, published, records, sim
 
 
@@ -54,8 +53,7 @@ def validate(config) -> None:
 
 
 def constants(config) -> records.Constants:
-  names = {f.name for f in dataclasses.fields(records.Constants)} - {"root_seed"}
-  return records.Constants(root_seed=config.seed, **{k: config.model[k] for k in names})
+  return dataclass_from(records.Constants, config.model, root_seed=config.seed)
 
 
 def learn_constants(config) -> learn.LearnConstants:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import jax
@@ -10,7 +9,7 @@ import numpy as np
 
 from jaxlab.core import checkpoint, results
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import require, require_int
+from jaxlab.core.config import dataclass_from, require, require_int
 from jaxlab.swarm.hidden_gems import analysis, grid, model, plots, published
 
 
@@ -49,10 +48,7 @@ def validate(config) -> None:
 
 
 def constants(config) -> model.Constants:
-  names = {f.name for f in dataclasses.fields(model.Constants)} - {"root_seed"}
-  values = {k: tuple(config.model[k]) if isinstance(config.model[k], (tuple, list)) else config.model[k]
-            for k in names}
-  return model.Constants(root_seed=config.seed, **values)
+  return dataclass_from(model.Constants, config.model, root_seed=config.seed)
 
 
 def run(config, workdir):

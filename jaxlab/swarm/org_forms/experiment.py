@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import jax
 
 from jaxlab.core import checkpoint, results
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import require, require_int
+from jaxlab.core.config import dataclass_from, require, require_int
 from jaxlab.swarm.org_forms import analysis, grid, model, plots
 
 SHARES = ("coord_share", "spec_share", "comm_share")
@@ -62,8 +61,7 @@ def validate(config) -> None:
 
 
 def constants(config) -> model.Constants:
-  names = {f.name for f in dataclasses.fields(model.Constants)} - {"root_seed"}
-  return model.Constants(root_seed=config.seed, **{k: config.model[k] for k in names})
+  return dataclass_from(model.Constants, config.model, root_seed=config.seed)
 
 
 def run(config, workdir):
