@@ -16,6 +16,7 @@ EXPERIMENTS = {
     "hidden_gems": "jaxlab.swarm.hidden_gems",
     "proactive_memory": "jaxlab.memory.proactive",
     "harness_vs_brain": "jaxlab.evolution.harness_vs_brain",
+    "lm_pretrain": "jaxlab.lm.pretrain",
 }
 
 

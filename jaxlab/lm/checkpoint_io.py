@@ -72,7 +72,7 @@ def _tensor_files(folder: Path) -> dict[str, Path]:
   return files
 
 
-def _hf_name(path: tuple) -> tuple[str, bool]:
+def hf_name(path: tuple) -> tuple[str, bool]:
   """NNX parameter path -> (Hugging Face tensor name, whether the tensor is transposed).
 
   The module tree mirrors Hugging Face's, so only the leaf names differ: nnx.Linear keeps its
@@ -95,7 +95,7 @@ def load(folder: str | Path, *, dtype=jnp.float32, mesh: Mesh | None = None) -> 
   headers: dict[Path, dict] = {}
   loaded = []
   for path, var in nnx.to_flat_state(abstract):
-    name, transposed = _hf_name(path)
+    name, transposed = hf_name(path)
     if name not in files:
       raise ValueError(f"{folder}: tensor {name} is missing from the checkpoint")
     file = files[name]
