@@ -122,6 +122,13 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
   return parts[0]
 
 
+def sweep(config, fn: Callable, table: dict, inputs: dict, workdir):
+  """`run_chunked` as experiments call it: keyed by the config and its runs table, chunked by
+  `config.chunk_size`, blocks of `config.block` rows (32 when the config has none)."""
+  return run_chunked(fn, inputs, workdir, config.chunk_size, key=fingerprint(config.to_dict(), table),
+                     desc=f"{config.experiment}:{config.variant}", block=config.get("block", 32))
+
+
 @functools.lru_cache(maxsize=None)
 def _scan_program(step_fn: Callable, chunk: int, n_steps: int):
   """A batched function of {"state", "t0"} rows that scans `chunk` steps from t0: long-lived, so

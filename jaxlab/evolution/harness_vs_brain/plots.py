@@ -13,16 +13,21 @@ def _sd(v):
   return v.std(ddof=1) if v.size > 1 else 0.0
 
 
-def fitness_vs_k(runs: Runs, workdir):
+def _vs_k(runs: Runs, workdir, metric: str, ylabel: str, xlabel: str, name: str):
   c = runs.config
   fig, ax = plt.subplots(figsize=(6, 4))
   for r in c.regime_names:
-    vals = [runs.values("elite_fitness", r, k) for k in c.ks]
+    vals = [runs.values(metric, r, k) for k in c.ks]
     ax.errorbar(c.ks, [v.mean() for v in vals], yerr=[_sd(v) for v in vals], marker="o", capsize=3, label=r)
-  ax.set(xscale="log", xlabel="K (slots; MLP width)", ylabel="elite fitness (final generation)")
+  ax.set(xscale="log", xlabel=xlabel, ylabel=ylabel)
   ax.set_xticks(c.ks, [str(k) for k in c.ks])
   ax.legend(fontsize=8)
-  return report.save_plot(fig, workdir, "fitness_vs_k.png")
+  return report.save_plot(fig, workdir, name)
+
+
+def fitness_vs_k(runs: Runs, workdir):
+  return _vs_k(runs, workdir, "elite_fitness", "elite fitness (final generation)", "K (slots; MLP width)",
+               "fitness_vs_k.png")
 
 
 def fitness_over_generations(runs: Runs, workdir):
@@ -56,15 +61,8 @@ def deceptive(runs: Runs, workdir):
 
 
 def turnover(runs: Runs, workdir):
-  c = runs.config
-  fig, ax = plt.subplots(figsize=(6, 4))
-  for r in c.regime_names:
-    vals = [runs.values("turnover", r, k) for k in c.ks]
-    ax.errorbar(c.ks, [v.mean() for v in vals], yerr=[_sd(v) for v in vals], marker="o", capsize=3, label=r)
-  ax.set(xscale="log", xlabel="K", ylabel="champion tool-set Jaccard distance per generation")
-  ax.set_xticks(c.ks, [str(k) for k in c.ks])
-  ax.legend(fontsize=8)
-  return report.save_plot(fig, workdir, "turnover.png")
+  return _vs_k(runs, workdir, "turnover", "champion tool-set Jaccard distance per generation", "K",
+               "turnover.png")
 
 
 ALL = (fitness_vs_k, fitness_over_generations, deceptive, turnover)

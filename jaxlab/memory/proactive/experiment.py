@@ -76,9 +76,7 @@ def run(config, workdir):
   """Learns on training days, then runs every policy and day as one sharded, chunked sweep."""
   curve = fit(config)
   table = grid.build(config, curve["learn_amplitude"][-1], grid.omega_of(curve["learn_period_h"][-1]))
-  key = checkpoint.fingerprint(config.to_dict(), table)
-  out = checkpoint.run_chunked(sim.batch_fn(constants(config)), grid.model_inputs(table), workdir,
-                               config.chunk_size, key=key, desc=f"proactive_memory:{config.variant}")
+  out = checkpoint.sweep(config, sim.batch_fn(constants(config)), table, grid.model_inputs(table), workdir)
   results.save(workdir, table, {**out, **curve})
   return report(workdir) if jax.process_index() == 0 else None
 

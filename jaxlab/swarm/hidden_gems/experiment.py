@@ -54,10 +54,7 @@ def constants(config) -> model.Constants:
 def run(config, workdir):
   """Runs every (correlation, seed) row as one sharded, chunked, resumable sweep, then reports."""
   table = grid.build(config)
-  key = checkpoint.fingerprint(config.to_dict(), table)
-  out = checkpoint.run_chunked(model.batch_fn(constants(config)), grid.model_inputs(table), workdir,
-                               config.chunk_size, key=key, desc=f"hidden_gems:{config.variant}",
-                               block=config.block)
+  out = checkpoint.sweep(config, model.batch_fn(constants(config)), table, grid.model_inputs(table), workdir)
   results.save(workdir, table, out)
   return report(workdir) if jax.process_index() == 0 else None
 

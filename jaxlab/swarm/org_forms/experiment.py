@@ -67,10 +67,7 @@ def constants(config) -> model.Constants:
 def run(config, workdir):
   """Runs every study of the config as one sharded, chunked, resumable sweep, then reports."""
   table = grid.build(config)
-  key = checkpoint.fingerprint(config.to_dict(), table)
-  out = checkpoint.run_chunked(model.batch_fn(constants(config)), grid.model_inputs(table), workdir,
-                               config.chunk_size, key=key, desc=f"org_forms:{config.variant}",
-                               block=config.block)
+  out = checkpoint.sweep(config, model.batch_fn(constants(config)), table, grid.model_inputs(table), workdir)
   results.save(workdir, table, out)
   return report(workdir) if jax.process_index() == 0 else None
 
