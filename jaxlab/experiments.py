@@ -17,6 +17,8 @@ EXPERIMENTS = {
     "proactive_memory": "jaxlab.memory.proactive",
     "harness_vs_brain": "jaxlab.evolution.harness_vs_brain",
     "lm_pretrain": "jaxlab.lm.pretrain",
+    "developmental": "jaxlab.developmental",
+    "latent_pager": "jaxlab.paging",
 }
 
 
