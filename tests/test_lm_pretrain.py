@@ -9,7 +9,8 @@ import pytest
 from flax import nnx
 
 from jaxlab.core import config as config_lib
-from jaxlab.lm import checkpoint_io, pretrain
+from jaxlab.data import long_doc_qa
+from jaxlab.lm import checkpoint_io, pretrain, pretrain_data, pretrain_eval
 from jaxlab.lm.qwen3 import forward
 from jaxlab.lm.tokenizer import load_tokenizer
 from launch import main as launch
@@ -68,19 +69,49 @@ def test_export_loads_back_with_the_same_logits(trained, tmp_path):
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
 
 
+def test_rows_flag_answers_and_keep_whole_pairs():
+  ex = {"kind": "qa", "context": "Mara Okafor lives in Alder Falls .", "question": "Where does Mara Okafor live?\nQ2?",
+        "target": "Alder Falls\nX"}
+  tokenizer = pretrain_data.train_tokenizer([t for g in pretrain_data.segments(ex) for t, _ in g])
+  ids, flags = pretrain_data.encode_rows(tokenizer, [ex], 24)
+  # The head of the row tokenizes exactly as the prompt the model is asked with.
+  head = tokenizer.encode(pretrain_data.prompt(ex["context"], "Where does Mara Okafor live?")).ids
+  np.testing.assert_array_equal(ids[0, :len(head)], head)
+  assert tokenizer.decode(ids[0][flags[0]].tolist(), skip_special_tokens=False) == "Alder Falls <eos>"
+  # The second pair ("Question : Q2 ? Answer : X <eos>") does not fit in 24: it is dropped whole.
+  assert len(head) + 3 + 8 > 24 and not ids[0, len(head) + 3:].any()
+
+
+def test_window_questions_are_answered_inside_their_window():
+  cfg = long_doc_qa.LongDocQAConfig(name="pt", corpus="pretrain", min_window_tokens=16, window_tokens=64,
+                                    questions_per_window=4)
+  examples = list(long_doc_qa.generate_pretrain(cfg, "train", 12, ("qa", "fact_qa", "extract")))
+  assert [e["kind"] for e in examples[:4]] == ["qa", "fact_qa", "extract", "qa"]
+  for e in examples:
+    if e["kind"] != "fact_qa":  # a window overshoots its length by at most one passage
+      assert 16 <= len(e["context"].split()) <= 64 + 60
+    if e["kind"] != "extract":
+      questions, answers = e["question"].split("\n"), e["target"].split("\n")
+      assert 1 <= len(questions) == len(answers) <= 4 and len(set(questions)) == len(questions)
+      assert all(a in e["context"] for a in answers)  # every hop of a chain is stated in the window
+
+
 def test_normalize_is_squad_style():
-  assert pretrain.normalize("The  Stonegate Grove.") == pretrain.normalize("stonegate grove")
-  assert pretrain.normalize("1856") != pretrain.normalize("1857")
+  assert pretrain_eval.normalize("The  Stonegate Grove.") == pretrain_eval.normalize("stonegate grove")
+  assert pretrain_eval.normalize("1856") != pretrain_eval.normalize("1857")
 
 
 def test_jaxlab_run_smoke_end_to_end(tmp_path):
   workdir = tmp_path / "run"
-  assert launch.main(["run", SMOKE, "--workdir", str(workdir)]) == 0
+  assert launch.main(["run", SMOKE, "--workdir", str(workdir), "--config.eval.every=20"]) == 0
   summary = json.loads((workdir / "summary.json").read_text())
-  em = summary["figures"]["exact_match_single_fact"]
-  assert summary["experiment"] == "lm_pretrain" and 0 <= em["mean"] <= 1
-  n = em["n"] + summary["figures"]["exact_match_multi_hop"]["n"]
-  assert n == smoke().eval.num_questions
+  for split in ("validation", "test"):
+    em = summary["figures"][f"exact_match_single_fact_{split}"]
+    assert 0 <= em["mean"] <= 1
+    assert em["n"] + summary["figures"][f"exact_match_multi_hop_{split}"]["n"] == smoke().eval.num_questions
+  assert summary["experiment"] == "lm_pretrain"
+  log = [json.loads(line) for line in (workdir / "train_log.jsonl").read_text().splitlines()]
+  assert [row["step"] for row in log if "eval" in row] == [20, 40]  # validation during training
   assert (workdir / "report.md").is_file() and checkpoint_io.load(workdir / "hf").cfg.vocab_size > 100
   (workdir / "summary.json").unlink()
   assert launch.main(["report", str(workdir)]) == 0

@@ -82,6 +82,33 @@ def _question(rng: np.random.Generator, world: W.World, task_type: str):
   return lx.MULTI_QUESTIONS[(first_rel, second_rel)].format(s=subject), hop2.object, [hop1, hop2]
 
 
+def stated_facts(passages: list[list[Sentence]]) -> list[W.Fact]:
+  """Every fact a document states (evidence and distractors), in reading order, each once."""
+  seen = {}
+  for passage in passages:
+    for sent in passage:
+      if sent.fact is not None:
+        seen.setdefault((sent.fact.subject, sent.fact.relation), sent.fact)
+  return list(seen.values())
+
+
+def window_questions(rng: np.random.Generator, doc: Document, n: int) -> list[tuple[str, str]]:
+  """Up to `n` (question, answer) pairs that `doc` answers by itself: its own question first, then
+  others drawn at random from every stated fact (single fact) and every stated two-hop chain.
+
+  The world is consistent (one value per subject and relation), so each answer is unique."""
+  facts = stated_facts(doc.passages)
+  by_subject = {}
+  for f in facts:
+    by_subject.setdefault(f.subject, []).append(f)
+  pool = [(lx.SINGLE_QUESTIONS[f.relation].format(s=f.subject), f.object) for f in facts]
+  pool += [(lx.MULTI_QUESTIONS[(f.relation, g.relation)].format(s=f.subject), g.object)
+           for f in facts for g in by_subject.get(f.object, []) if (f.relation, g.relation) in lx.MULTI_QUESTIONS]
+  own = (doc.record["question"], doc.record["gold_answer"])
+  others = [q for q in dict.fromkeys(pool) if q[0] != own[0]]
+  return [own] + [others[i] for i in rng.permutation(len(others))[:n - 1]]
+
+
 def _passage(rng, world: W.World, distractor: bool, excluded: set) -> list[Sentence]:
   """A distractor passage states 2-4 facts about one entity (never an evidence fact, so the evidence
   sentence stays the only place the answer is stated); a filler passage is 3-6 neutral sentences."""

@@ -23,7 +23,8 @@ import tensorflow_datasets as tfds
 from jaxlab.data import documents as D
 from jaxlab.data import world as W
 
-PRETRAIN_KINDS = ("document", "qa", "extract")
+KINDS = ("document", "qa", "extract", "fact_qa")
+PRETRAIN_KINDS = KINDS[:3]  # the TFDS `pretrain` corpus
 
 
 @dataclasses.dataclass
@@ -38,7 +39,9 @@ class LongDocQAConfig(tfds.core.BuilderConfig):
   multi_hop_fraction: float = 0.48  # the note's test set: 260 single fact, 240 multi hop
   chunk_tokens: int = 1024
   chunk_overlap: int = 128  # stored with the data for readers that chunk; evidence rules use chunk_tokens
-  window_tokens: int = 256  # pretrain only: words per example window
+  window_tokens: int = 256  # pretrain only: words per example window (the most)
+  min_window_tokens: int = 0  # pretrain only: the fewest words per window (0: window_tokens)
+  questions_per_window: int = 1  # pretrain only: questions asked about each qa / fact_qa window
   num_train: int = 2_000
   num_validation: int = 300
   num_test: int = 500
@@ -71,24 +74,35 @@ def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
     yield D.make_document(rng, _sample_spec(rng, cfg, split), f"{split}-{i:06d}").record
 
 
-def generate_pretrain(cfg: LongDocQAConfig, split: str, num: int):
-  """Yield pretraining examples {id, kind, context, question, target}, cycling over the three kinds.
+def generate_pretrain(cfg: LongDocQAConfig, split: str, num: int, kinds: tuple[str, ...] = PRETRAIN_KINDS):
+  """Yield pretraining examples {id, kind, context, question, target}; example i has kind
+  `kinds[i % len(kinds)]` (repeat a kind to weight it).
 
-  Windows are whole short documents, so a question's evidence is always inside its window; the
-  extraction target lists every fact of the window in one fixed canonical form, in reading order."""
+  Windows are whole short documents of `min_window_tokens` to `window_tokens` words, so a question's
+  evidence is always inside its window. "qa" asks `questions_per_window` questions about the window
+  (its own question first; questions and answers joined by newlines); "fact_qa" asks them about the
+  window's key facts instead of its prose; "extract" targets every fact of the window in its fixed
+  canonical form, in reading order (the key facts)."""
+  if not set(kinds) <= set(KINDS):
+    raise ValueError(f"kinds must be a subset of {KINDS}, got {kinds}")
+  lo = cfg.min_window_tokens or cfg.window_tokens
   for i in range(num):
     rng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i])
-    kind = PRETRAIN_KINDS[i % len(PRETRAIN_KINDS)]
-    spec = D.DocSpec(split=split, num_tokens=cfg.window_tokens,
+    kind = kinds[i % len(kinds)]
+    words = int(rng.integers(lo, cfg.window_tokens + 1)) if lo < cfg.window_tokens else cfg.window_tokens
+    spec = D.DocSpec(split=split, num_tokens=words,
              task_type="multi_hop" if rng.random() < cfg.multi_hop_fraction else "single_fact",
              distractor_ratio=cfg.distractor_ratio, horizon=float(rng.uniform()), chunk_tokens=0)
     doc = D.make_document(rng, spec, f"{split}-{i:06d}")
+    facts = " ".join(W.canonical_fact(f) for f in D.stated_facts(doc.passages))
     ex = {"id": doc.record["id"], "kind": kind, "context": doc.record["document"], "question": "", "target": ""}
-    if kind == "qa":
-      ex.update(question=doc.record["question"], target=doc.record["gold_answer"])
+    if kind in ("qa", "fact_qa"):
+      pairs = D.window_questions(rng, doc, cfg.questions_per_window)
+      ex.update(question="\n".join(q for q, _ in pairs), target="\n".join(a for _, a in pairs))
+      if kind == "fact_qa":
+        ex["context"] = facts
     elif kind == "extract":
-      facts = [s.fact for p in doc.passages for s in p if s.fact is not None]
-      ex.update(target=" ".join(W.canonical_fact(f) for f in facts))
+      ex["target"] = facts
     yield ex
 
 

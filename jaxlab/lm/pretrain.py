@@ -1,27 +1,23 @@
 """Pretraining a small Qwen3-architecture base model from scratch (issue 7, "A small base model").
 
-The corpus is the `pretrain` corpus of `jaxlab.data.long_doc_qa`, generated in memory with
-`generate_pretrain` (no TFDS files): short windows as plain documents, in-window questions with
-their answers, and chunk-to-key-facts extraction. Each example becomes one training sequence,
-right-truncated to `data.seq_len` and padded (the loss skips padding). A word-level tokenizer
-(`tokenizers` WordLevel, whitespace pre-tokenizer, specials <pad> <eos> <unk>) is trained on the
-training windows; every lexicon word appears in every split, so held-out entities are new
-combinations of known words, not unknown tokens.
+The rows (prompt formats, word-level tokenizer, curriculum stages) are built by
+`jaxlab.lm.pretrain_data`; exact match and the report live in `jaxlab.lm.pretrain_eval`.
 
 Training is data parallel: batch rows are sharded over the mesh axis, params and optimizer state
 are replicated, and one jitted step (AdamW, linear warmup then cosine decay, global-norm clipping)
-updates them. A non-finite loss or gradient norm stops the run with an error before anything is
-checkpointed. Every `checkpoint_every` steps the state goes to `workdir/checkpoints` with Orbax,
-and a run started again on the same workdir resumes from it, bit-identically, since the batch of
-step s depends only on (seed, s).
+updates them. The loss is next-token cross-entropy with the context and question tokens scaled by
+`data.context_loss_weight` (answers, key facts and <eos> weigh 1). A non-finite loss or gradient
+norm stops the run with an error before anything is checkpointed. Every `checkpoint_every` steps the
+state goes to `workdir/checkpoints` with Orbax, and a run started again on the same workdir resumes
+from it, bit-identically, since the batch of step s depends only on (seed, stage, s). Every
+`eval.every` steps the model answers `eval.num_during` validation questions (logged; the test split
+is measured once, at the end).
 
 Restore order: the fingerprint (a workdir holds one training run), then `step`, then params and
 optimizer state, unflattened into the structure of a freshly built state.
 
 The trained model is exported as a Hugging Face folder (config.json, fp32 model.safetensors,
-tokenizer.json) that `jaxlab.lm.checkpoint_io.load` reads like any Qwen3 checkpoint, and measured
-by in-window exact match: greedy answers to held-out (test-split) questions, single fact and
-multi-hop, normalized as SQuAD does.
+tokenizer.json) that `jaxlab.lm.checkpoint_io.load` reads like any Qwen3 checkpoint.
 """
 
 from __future__ import annotations
@@ -30,8 +26,6 @@ import dataclasses
 import functools
 import json
 import math
-import re
-import string
 import time
 from pathlib import Path
 
@@ -43,21 +37,24 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 from safetensors.numpy import save_file
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 from tqdm.auto import tqdm
 
 from jaxlab.core import checkpoint, mesh as mesh_lib, report as report_lib
 from jaxlab.core.config import require, require_int, to_dict
 from jaxlab.data import long_doc_qa
-from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-from jaxlab.lm.generate import generate
+from jaxlab.lm import checkpoint_io, pretrain_data as data_lib, pretrain_eval
+from jaxlab.lm.pretrain_data import EOS, PAD
+from jaxlab.lm.pretrain_eval import report
 from jaxlab.lm.qwen3 import Qwen3, Qwen3Config
-
-SPECIALS = ("<pad>", "<eos>", "<unk>")
-PAD, EOS = 0, 1
 
 
 # ----------------------------------------------------------------------------- config
+def _stage_ok(stage) -> bool:
+  share, seq_len, lo, hi = stage
+  return share > 0 and int(seq_len) == seq_len >= 16 and int(lo) == lo and int(hi) == hi and 8 <= lo <= hi
+
+
 def validate(config) -> None:
   require_int(config, "seed", 0)
   require_int(config, "steps", 1)
@@ -70,18 +67,24 @@ def validate(config) -> None:
   require(config, "optim.weight_decay", lambda v: v >= 0, "a number >= 0")
   require(config, "optim.clip_norm", lambda v: v > 0, "a positive number")
   require(config, "optim.init_std", lambda v: v > 0, "a positive number")
+  require(config, "optim.qk_norm_init", lambda v: v > 0, "a positive number")
   require_int(config, "data.num_train", 1)
-  require_int(config, "data.window_tokens", 8)
-  require_int(config, "data.seq_len", 16)
+  require(config, "data.stages", lambda v: len(v) > 0 and all(len(s) == 4 and _stage_ok(s) for s in v),
+          "a non-empty list of (share > 0, seq_len >= 16, fewest words >= 8, most words >= fewest)")
+  require_int(config, "data.questions_per_window", 1)
+  require(config, "data.context_loss_weight", lambda v: 0 <= v <= 1, "in [0, 1]")
   require(config, "data.distractor_ratio", lambda v: 0 <= v <= 1, "in [0, 1]")
-  require(config, "data.kinds", lambda v: len(v) > 0 and set(v) <= set(long_doc_qa.PRETRAIN_KINDS),
-          f"a non-empty subset of {long_doc_qa.PRETRAIN_KINDS}")
+  require(config, "data.kinds", lambda v: len(v) > 0 and set(v) <= set(long_doc_qa.KINDS),
+          f"a non-empty list of kinds from {long_doc_qa.KINDS} (repeat one to weight it)")
   for field in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                 "num_key_value_heads", "head_dim"):
     require_int(config, f"model.{field}", 1)
   require(config, "model.num_attention_heads",
           lambda v: v % config.model.num_key_value_heads == 0, "a multiple of model.num_key_value_heads")
+  require_int(config, "eval.window_tokens", 8)
   require_int(config, "eval.num_questions", 0)
+  require_int(config, "eval.num_during", 0)
+  require_int(config, "eval.every", 0, "0: no evaluation during training")
   require_int(config, "eval.batch_size", 1)
   require_int(config, "eval.max_new_tokens", 1)
 
@@ -93,77 +96,26 @@ def fingerprint(config) -> str:
 
 
 # ----------------------------------------------------------------------------- data
-def train_text(ex: dict) -> str:
-  """One pretraining example as text; QA uses the same layout that `prompt` asks with."""
-  if ex["kind"] == "qa":
-    return f"{prompt(ex['context'], ex['question'])} {ex['target']}"
-  if ex["kind"] == "extract":
-    return f"{ex['context']}\n\nKey facts: {ex['target']}"
-  return ex["context"]
-
-
-def prompt(document: str, question: str) -> str:
-  return f"{document}\n\nQuestion: {question}\nAnswer:"
-
-
-def _data_config(config, corpus: str, **kw) -> long_doc_qa.LongDocQAConfig:
-  return long_doc_qa.LongDocQAConfig(name=f"lm_pretrain_{corpus}", corpus=corpus, seed=config.seed,
-                                     distractor_ratio=config.data.distractor_ratio, **kw)
-
-
-def corpus_texts(config) -> list[str]:
-  cfg = _data_config(config, "pretrain", window_tokens=config.data.window_tokens)
-  # generate_pretrain cycles through the kinds; ask for enough examples that the wanted ones
-  # number num_train.
-  need = -(-config.data.num_train * len(long_doc_qa.PRETRAIN_KINDS) // len(config.data.kinds))
-  texts = [train_text(ex) for ex in long_doc_qa.generate_pretrain(cfg, "train", need)
-           if ex["kind"] in config.data.kinds]
-  return texts[:config.data.num_train]
-
-
-def train_tokenizer(texts: list[str]) -> Tokenizer:
-  """Word-level: the generated world has about a thousand words, so each is one token."""
-  tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
-  tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-  tokenizer.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=list(SPECIALS)))
-  assert [tokenizer.token_to_id(s) for s in SPECIALS] == [0, 1, 2]
-  return tokenizer
-
-
-def encode_corpus(tokenizer: Tokenizer, texts: list[str], seq_len: int) -> np.ndarray:
-  """(N, seq_len) int32: each text + <eos>, right-truncated and right-padded with <pad>."""
-  out = np.full((len(texts), seq_len), PAD, np.int32)
-  for i, enc in enumerate(tokenizer.encode_batch(texts)):
-    row = (enc.ids + [EOS])[:seq_len]
-    out[i, :len(row)] = row
-  return out
-
-
-def prepare(config, workdir: Path) -> tuple[Tokenizer, np.ndarray]:
-  """Tokenizer and encoded corpus, cached in the workdir so a resumed run skips generation."""
+def prepare(config, workdir: Path) -> tuple[Tokenizer, list[tuple[np.ndarray, np.ndarray]]]:
+  """Tokenizer and the encoded rows of each stage, cached in the workdir so a resume skips generation."""
   key = checkpoint.fingerprint({"seed": config.seed, "data": to_dict(config.data)})
   tok_path, data_path = workdir / "tokenizer.json", workdir / "corpus.npz"
+  n = len(config.data.stages)
   if tok_path.is_file() and data_path.is_file():
     cached = np.load(data_path)
     if str(cached["key"]) == key:
-      return Tokenizer.from_file(str(tok_path)), cached["ids"]
-  texts = corpus_texts(config)
-  tokenizer = train_tokenizer(texts)
-  ids = encode_corpus(tokenizer, texts, config.data.seq_len)
+      return Tokenizer.from_file(str(tok_path)), [(cached[f"ids{k}"], cached[f"flags{k}"]) for k in range(n)]
+  total = sum(s[0] for s in config.data.stages)
+  examples = [data_lib.stage_examples(config, k, "train", max(1, round(config.data.num_train * s[0] / total)))
+              for k, s in enumerate(config.data.stages)]
+  tokenizer = data_lib.train_tokenizer(
+      t for stage in examples for ex in stage for g in data_lib.segments(ex) for t, _ in g)
+  rows = [data_lib.encode_rows(tokenizer, ex, s[1]) for ex, s in zip(examples, config.data.stages)]
   if jax.process_index() == 0:
     tokenizer.save(str(tok_path))
-    np.savez(data_path, ids=ids, key=np.array(key))
-  return tokenizer, ids
-
-
-def batch_rows(n: int, batch_size: int, seed: int, step: int) -> np.ndarray:
-  """Row indices of step `step`: a fresh permutation per epoch, a function of (seed, step) only."""
-  per_epoch = n // batch_size
-  if per_epoch == 0:
-    raise ValueError(f"data.num_train={n} is smaller than batch_size={batch_size}")
-  epoch, i = divmod(step, per_epoch)
-  order = np.random.default_rng([seed, epoch]).permutation(n)
-  return order[i * batch_size:(i + 1) * batch_size]
+    np.savez(data_path, key=np.array(key), **{f"ids{k}": r[0] for k, r in enumerate(rows)},
+             **{f"flags{k}": r[1] for k, r in enumerate(rows)})
+  return tokenizer, rows
 
 
 # ----------------------------------------------------------------------------- model
@@ -176,20 +128,26 @@ def hf_config(config, vocab_size: int) -> dict:
           "num_key_value_heads": m.num_key_value_heads, "head_dim": m.head_dim,
           "rms_norm_eps": 1e-6, "rope_theta": float(m.rope_theta), "tie_word_embeddings": m.tie_word_embeddings,
           "attention_bias": False, "hidden_act": "silu", "use_sliding_window": False,
-          "max_position_embeddings": config.data.seq_len * 2, "initializer_range": config.optim.init_std,
+          "max_position_embeddings": max(s[1] for s in config.data.stages), "initializer_range": config.optim.init_std,
           "bos_token_id": EOS, "eos_token_id": EOS, "pad_token_id": PAD, "torch_dtype": "float32"}
 
 
 def init_model(config, vocab_size: int) -> Qwen3:
-  """The model with every matrix drawn N(0, init_std), as Hugging Face initializes Qwen3.
+  """The model with every matrix drawn N(0, init_std), as Hugging Face initializes Qwen3, and the
+  per-head q/k RMSNorm scales set to `optim.qk_norm_init`.
 
-  NNX's default embedding init has unit scale, which makes the tied output logits start large."""
+  NNX's default embedding init has unit scale, which makes the tied output logits start large. With
+  unit q/k-norm scales an attention logit is at most sqrt(head_dim) (5.7 at head_dim 32), too flat
+  to single out one of a hundred tokens, and Adam grows a scale by only about the learning rate per
+  step: a larger start lets retrieval heads form early."""
   model = Qwen3(Qwen3Config.from_hf(hf_config(config, vocab_size)), rngs=nnx.Rngs(config.seed))
   key = jax.random.key(config.seed)
   flat = []
   for i, (path, var) in enumerate(nnx.to_flat_state(nnx.state(model, nnx.Param))):
     if var[...].ndim == 2:
       var = var.replace(config.optim.init_std * jax.random.normal(jax.random.fold_in(key, i), var[...].shape))
+    elif any(getattr(p, "key", p) in ("q_norm", "k_norm") for p in path):
+      var = var.replace(jnp.full_like(var[...], config.optim.qk_norm_init))
     flat.append((path, var))
   nnx.update(model, nnx.from_flat_state(flat))
   return model
@@ -206,24 +164,31 @@ def _optimizer(lr, warmup, steps, weight_decay, clip_norm):
   # the same object, or every run (and every resume) would compile again.
   schedule = optax.warmup_cosine_decay_schedule(0.0, lr, max(warmup, 1), max(steps, warmup + 1),
                                                 end_value=lr * 0.1)
+  # Weight decay on matrices only: decaying the norm scales would pull attention back to flat.
+  matrices = lambda params: jax.tree.map(lambda x: x.ndim >= 2, params)
   return optax.chain(optax.clip_by_global_norm(clip_norm),
-                     optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay))
+                     optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay, mask=matrices))
 
 
-def loss_fn(graphdef, params, ids):
-  """Mean next-token cross-entropy over real target tokens (padding is id 0 and never a target)."""
+def loss_fn(graphdef, params, ids, flags, context_weight):
+  """Next-token cross-entropy over real target tokens (padding is id 0 and never a target), with
+  non-flagged tokens (context, questions) weighted `context_weight`; also the flagged tokens' mean."""
   mask = ids != PAD
   logits, _ = nnx.merge(graphdef, params)(ids, mask)
   ce = optax.softmax_cross_entropy_with_integer_labels(logits[:, :-1].astype(jnp.float32), ids[:, 1:])
-  weight = mask[:, 1:].astype(jnp.float32)
-  return jnp.sum(ce * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+  real, flagged = mask[:, 1:], flags[:, 1:] & mask[:, 1:]
+  weight = jnp.where(flagged, 1.0, context_weight * real)
+  target_loss = jnp.sum(ce * flagged) / jnp.maximum(jnp.sum(flagged), 1)
+  return jnp.sum(ce * weight) / jnp.maximum(jnp.sum(weight), 1e-6), target_loss
 
 
 @functools.partial(jax.jit, static_argnames=("graphdef", "tx"), donate_argnames=("params", "opt_state"))
-def train_step(graphdef, tx, params, opt_state, ids):
-  loss, grads = jax.value_and_grad(functools.partial(loss_fn, graphdef))(params, ids)
+def train_step(graphdef, tx, params, opt_state, ids, flags, context_weight):
+  (loss, target_loss), grads = jax.value_and_grad(functools.partial(loss_fn, graphdef), has_aux=True)(
+      params, ids, flags, context_weight)
   updates, opt_state = tx.update(grads, opt_state, params)
-  return optax.apply_updates(params, updates), opt_state, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+  return optax.apply_updates(params, updates), opt_state, {
+      "loss": loss, "target_loss": target_loss, "grad_norm": optax.tree.norm(grads)}
 
 
 def auto_mesh():
@@ -246,6 +211,11 @@ def _encode(text: str) -> np.ndarray:
   return np.frombuffer(text.encode(), dtype=np.uint8).copy()
 
 
+def validation_em(model, tokenizer, config, records) -> dict:
+  return pretrain_eval.exact_match(pretrain_eval.evaluate(model, tokenizer, records, config.eval.batch_size,
+                                                          config.eval.max_new_tokens))
+
+
 def train(config, workdir) -> Trained:
   """Trains, or resumes training in, `workdir`; returns the model at the last step run."""
   workdir = Path(workdir)
@@ -254,7 +224,8 @@ def train(config, workdir) -> Trained:
   if config.batch_size % mesh.size:
     raise ValueError(f"batch_size={config.batch_size} must be a multiple of the {mesh.size} devices "
                      "(batch rows are sharded over them)")
-  tokenizer, corpus = prepare(config, workdir)
+  tokenizer, stages = prepare(config, workdir)
+  bounds = data_lib.stage_bounds(config)
 
   # Model and optimizer state, replicated on every device.
   replicated = NamedSharding(mesh, P())
@@ -287,31 +258,46 @@ def train(config, workdir) -> Trained:
 
   end = config.steps if not config.stop_after else min(config.steps, start + config.stop_after)
   lead = jax.process_index() == 0
+  records = (pretrain_eval.eval_questions(config, "validation", config.eval.num_during)
+             if config.eval.every and config.eval.num_during else [])
   log = (workdir / "train_log.jsonl").open("a") if lead else None
   bar = tqdm(total=config.steps, initial=start, desc="pretrain", unit="step", disable=not lead)
-  losses, tokens, t0 = [], 0, time.perf_counter()
+  context_weight = jnp.float32(config.data.context_loss_weight)
+  losses, tokens, seconds, t_start = [], 0, 0.0, time.perf_counter()
   for step in range(start, end):
-    ids = corpus[batch_rows(len(corpus), config.batch_size, config.seed, step)]
+    stage = data_lib.stage_of(bounds, step)
+    ids, flags = stages[stage]
+    rows = data_lib.batch_rows(len(ids), config.batch_size, config.seed, stage, step - bounds[stage])
+    t0 = time.perf_counter()
     params, opt_state, metrics = train_step(graphdef, tx, params, opt_state,
-                                            mesh_lib.shard_rows(ids, mesh))
+                                            *mesh_lib.shard_rows((ids[rows], flags[rows]), mesh), context_weight)
     loss, grad_norm = float(metrics["loss"]), float(metrics["grad_norm"])
     if not (math.isfinite(loss) and math.isfinite(grad_norm)):
       raise FloatingPointError(
           f"training diverged at step {step + 1}: loss={loss}, gradient norm={grad_norm}; nothing after "
           f"step {mgr.latest_step() or 0} was saved. Lower optim.learning_rate or raise optim.warmup_steps.")
     losses.append(loss)
-    # Tokens per second counts real tokens only, and starts after the first (compiling) step.
-    if step == start:
-      t0 = time.perf_counter()
-    else:
-      tokens += int(np.count_nonzero(ids))
-    rate = tokens / max(time.perf_counter() - t0, 1e-9)
+    # Tokens per second counts real tokens only, and skips the steps that compile (a call's first
+    # step and each stage's first).
+    if step != start and step != bounds[stage]:
+      tokens, seconds = tokens + int(np.count_nonzero(ids[rows])), seconds + time.perf_counter() - t0
+    rate = tokens / max(seconds, 1e-9)
     bar.update(1)
-    bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}")
+    bar.set_postfix(loss=f"{loss:.3f}", stage=stage, tok_s=f"{rate:,.0f}")
     if log and ((step + 1) % config.log_every == 0 or step + 1 == end):
-      log.write(json.dumps({"step": step + 1, "loss": loss, "grad_norm": grad_norm,
-                            "tokens_per_s": round(rate, 1)}) + "\n")
+      log.write(json.dumps({"step": step + 1, "stage": stage, "loss": loss,
+                            "target_loss": float(metrics["target_loss"]), "grad_norm": grad_norm,
+                            "tokens_per_s": round(rate, 1),
+                            "elapsed_s": round(time.perf_counter() - t_start, 1)}) + "\n")
       log.flush()
+    if records and ((step + 1) % config.eval.every == 0 or step + 1 == config.steps):
+      em = validation_em(nnx.merge(graphdef, params), tokenizer, config, records)
+      bar.write(f"step {step + 1}: validation exact match " + ", ".join(
+          f"{t} {v['mean']:.2f} (n={v['n']})" for t, v in em.items() if v["n"]))
+      if log:
+        log.write(json.dumps({"step": step + 1, "eval": em,
+                              "elapsed_s": round(time.perf_counter() - t_start, 1)}) + "\n")
+        log.flush()
     if (step + 1) % config.checkpoint_every == 0 or step + 1 == end:
       save(step + 1)
   bar.close()
@@ -338,39 +324,6 @@ def export(model: Qwen3, tokenizer: Tokenizer, config, folder) -> Path:
   return folder
 
 
-# ----------------------------------------------------------------------------- evaluation
-def normalize(text: str) -> str:
-  """SQuAD's answer normalization: lower case, no punctuation, no articles, single spaces."""
-  text = "".join(c for c in text.lower() if c not in string.punctuation)
-  return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
-
-
-def eval_questions(config) -> list[dict]:
-  """Held-out (test split) documents as long as the training windows, each with one question."""
-  w = config.data.window_tokens
-  cfg = _data_config(config, "qa", min_tokens=w, max_tokens=w, chunk_tokens=0)
-  return list(long_doc_qa.generate_qa(cfg, "test", config.eval.num_questions))
-
-
-def evaluate(model: Qwen3, tokenizer: Tokenizer, records: list[dict], batch_size: int,
-             max_new_tokens: int) -> list[dict]:
-  """Greedy answers to each record's question about its document, with normalized exact match."""
-  prompts = [prompt(r["document"], r["question"]) for r in records]
-  ids, mask = tok_lib.encode_batch(tokenizer, prompts, PAD)
-  # One width and one batch size for every call, so generation compiles once.
-  width = -(-ids.shape[1] // 32) * 32
-  ids = np.pad(ids, ((0, 0), (width - ids.shape[1], 0)), constant_values=PAD)
-  mask = np.pad(mask, ((0, 0), (width - mask.shape[1], 0)))
-  answers = []
-  for s in range(0, len(records), batch_size):
-    rows = np.arange(s, s + batch_size) % len(records)
-    out = generate(model, ids[rows], mask[rows], max_new_tokens=max_new_tokens, eos_id=EOS, pad_id=PAD)
-    answers += tok_lib.decode_batch(tokenizer, np.asarray(out), EOS)
-  return [{"id": r["id"], "task_type": r["task_type"], "question": r["question"], "gold": r["gold_answer"],
-           "prediction": a, "correct": normalize(a) == normalize(r["gold_answer"])}
-          for r, a in zip(records, answers)]
-
-
 # ----------------------------------------------------------------------------- experiment
 def run(config, workdir) -> Path:
   workdir = Path(workdir)
@@ -380,52 +333,10 @@ def run(config, workdir) -> Path:
     return workdir
   if jax.process_index() == 0:
     export(trained.model, trained.tokenizer, config, workdir / "hf")
-  results = evaluate(trained.model, trained.tokenizer, eval_questions(config), config.eval.batch_size,
-                     config.eval.max_new_tokens)
-  if jax.process_index() == 0:
-    report_lib.write_json(workdir / "eval.json", results)
-    return report(workdir)
-  return workdir / "report.md"
-
-
-def _stat(values) -> dict:
-  v = np.asarray(values, float)
-  if len(v) == 0:
-    return {"mean": None, "sd": None, "n": 0}
-  return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if len(v) > 1 else None, "n": int(len(v))}
-
-
-def report(workdir) -> Path:
-  """summary.json and report.md from config.json, train_log.jsonl and eval.json."""
-  workdir = Path(workdir)
-  config = json.loads((workdir / "config.json").read_text())
-  results = json.loads((workdir / "eval.json").read_text())
-  log = [json.loads(line) for line in (workdir / "train_log.jsonl").read_text().splitlines()]
-  em = {t: _stat([r["correct"] for r in results if r["task_type"] == t]) for t in ("single_fact", "multi_hop")}
-  final = [row["loss"] for row in log if row["step"] > config["steps"] - max(config["log_every"] * 5, 1)]
-  figures = {"exact_match_single_fact": em["single_fact"], "exact_match_multi_hop": em["multi_hop"],
-             "final_train_loss": _stat(final)}
-  report_lib.write_json(workdir / "summary.json", {
-      "experiment": config["experiment"], "variant": config.get("variant"), "figures": figures,
-      "comparisons": [], "claims": [report_lib.claim(
-          "in-window exact match on held-out single-fact questions is at least 80%", "issue 7 target: >= 80%",
-          report_lib.fmt(em["single_fact"], 3), bool(em["single_fact"]["mean"] is not None
-                                                      and em["single_fact"]["mean"] >= 0.8))]})
-  rates = [row["tokens_per_s"] for row in log if row["tokens_per_s"] > 0]
-  m = config["model"]
-  recipe = (f"{m['num_hidden_layers']} layers, d={m['hidden_size']}, {m['num_attention_heads']} heads "
-            f"({m['num_key_value_heads']} kv), word-level vocabulary, windows of {config['data']['window_tokens']} "
-            f"words in sequences of {config['data']['seq_len']} tokens, batch {config['batch_size']}, "
-            f"{config['steps']} steps, kinds {', '.join(config['data']['kinds'])}.")
-  rows = [[name, report_lib.fmt(stat, 3)] for name, stat in figures.items()]
-  examples = [[r["task_type"], r["question"], r["gold"], r["prediction"], "yes" if r["correct"] else "no"]
-              for r in results[:8]]
-  return report_lib.write_report(workdir, f"lm_pretrain ({config.get('variant')})", [
-      ("Recipe", recipe + (f" Training ran at about {np.median(rates):,.0f} tokens/s (median of the logged "
-                           "steps)." if rates else "")),
-      ("Figures", "In-window exact match on held-out test-split questions (normalized as SQuAD; sd is over "
-                  "questions):\n\n" + report_lib.markdown_table(["figure", "value"], rows)),
-      ("Examples", report_lib.markdown_table(["type", "question", "gold", "prediction", "correct"], examples)),
-      ("Export", "`hf/` holds config.json, model.safetensors (fp32) and tokenizer.json; "
-                 "`jaxlab.lm.checkpoint_io.load(workdir / 'hf')` loads it."),
-  ])
+  for split in ("validation", "test"):
+    results = pretrain_eval.evaluate(trained.model, trained.tokenizer,
+                                     pretrain_eval.eval_questions(config, split, config.eval.num_questions),
+                                     config.eval.batch_size, config.eval.max_new_tokens)
+    if jax.process_index() == 0:
+      report_lib.write_json(workdir / f"eval_{split}.json", results)
+  return report(workdir) if jax.process_index() == 0 else workdir / "report.md"
