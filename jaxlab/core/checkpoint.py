@@ -50,7 +50,7 @@ def _encode(text: str) -> np.ndarray:
   return np.frombuffer(text.encode(), dtype=np.uint8).copy()
 
 
-class _Chunks:
+class Chunks:
   """What both chunked loops share: the Orbax manager with its fingerprint check, the progress
   bar and progress.jsonl (process 0 only)."""
 
@@ -107,7 +107,7 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
   n = len(jax.tree.leaves(runs)[0])
   chunk = mesh_lib.padded_size(min(chunk_size, n), mesh, block)
   n_chunks = -(-n // chunk)
-  chunks = _Chunks(workdir, "checkpoints", key, n_chunks, desc)
+  chunks = Chunks(workdir, "checkpoints", key, n_chunks, desc)
   saved = chunks.restore()
   start = 0 if saved is None else int(saved["done"])
   parts = [] if saved is None else [jax.tree.map(np.asarray, saved["results"])]
@@ -172,7 +172,7 @@ def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *,
   n_rows = len(jax.tree.leaves(state)[0])
   leaves, treedef = jax.tree.flatten(jax.tree.map(np.asarray, state))
   outputs, done = None, 0
-  chunks = _Chunks(workdir, checkpoints, key, n_chunks, desc)
+  chunks = Chunks(workdir, checkpoints, key, n_chunks, desc)
   saved = chunks.restore()
   if saved is not None:
     done = int(saved["done"])

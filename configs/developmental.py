@@ -1,0 +1,100 @@
+"""Developmental physics (developmental-physics.md, issue 6): a world model learns intuitive physics by
+playing in four stages of MuJoCo scenes; curiosity versus random play versus fixed-order stages.
+
+  jaxlab run configs/developmental.py:smoke --workdir checkpoints/developmental_smoke   # under 2 min on CPU
+  jaxlab run configs/developmental.py:cpu --workdir checkpoints/developmental           # the default (= repro)
+  jaxlab run configs/developmental.py:gpu --workdir checkpoints/developmental_gpu       # full size, MJX backend
+  jaxlab run configs/developmental.py:cpu --workdir DIR --config.seeds=5 --config.curiosity.score=progress
+
+Every regime and seed plays the same environment-step budget (play.episodes x play.episode_rounds x
+play.envs) in lockstep; the run checkpoints after every play.episodes_per_chunk episodes and a
+restarted command resumes. docs/developmental.md says why each number is what it is.
+"""
+
+import dataclasses
+
+import ml_collections
+
+from jaxlab.core.config import select
+from jaxlab.physics.config import PhysicsConfig
+
+
+def cpu():
+  c = ml_collections.ConfigDict()
+  c.experiment = "developmental"
+  c.seed = 0                       # root key; seed index i uses fold_in(root, i)
+  c.seeds = 3                      # seeds per regime (paired across regimes)
+  c.regimes = ("curiosity", "random", "fixed_order")
+  c.backend = "c"                  # MuJoCo's C engine (CPU); "mjx" for accelerators
+  c.stop_after = 0                 # chunks to play in this call (a job's time limit); 0: all
+  c.play = ml_collections.ConfigDict(dict(
+      envs=16,                     # environments per run
+      episode_rounds=8,            # interactions per episode (scenes reset between episodes)
+      episodes=32,                 # per run: 32 x 8 x 16 = 4,096 environment steps
+      episodes_per_chunk=8,        # checkpoint interval
+      eval_every=4))               # held-out evaluation interval (episodes)
+  c.learner = ml_collections.ConfigDict(dict(replay_size=2048, replay_batch=128, updates_per_round=2, lag=0.99))
+  c.model = ml_collections.ConfigDict(dict(
+      hidden=256, depth=3, surprise_hidden=128,
+      input_scale=(1.0, 1.0, 2.0, 10.0),       # m, quaternion, m/s, rad/s
+      delta_floor=(1e-3, 1e-3, 1e-2, 1e-1),    # smallest unit of a state change, same groups
+      event_weight=1.0, learning_rate=1e-3, clip_norm=1.0))
+  c.curiosity = ml_collections.ConfigDict(dict(candidates=16, score="surprise", temperature=0.0))
+  c.curriculum = ml_collections.ConfigDict(dict(
+      threshold=(0.1, 0.1, 0.1, 0.1),   # held-out units: 1 ~ predicting "nothing changes"
+      plateau=0.05, fast=0.5, slow=0.25, min_episodes=3))
+  c.eval = ml_collections.ConfigDict(dict(
+      heldout_envs=32, probe_pairs=32, bootstrap=2000,
+      probes=("fall_through_floor", "hover", "glass_bounces_like_rubber", "offcentre_stack_stays")))
+  c.render = ml_collections.ConfigDict(dict(episodes=1, rounds=4))   # GIFs per stage, interactions each
+  c.physics = ml_collections.ConfigDict(
+      {k: v for k, v in dataclasses.asdict(PhysicsConfig()).items()})
+  return c
+
+
+def smoke():
+  c = cpu()
+  c.seeds = 2
+  c.play.envs = 8
+  c.play.episode_rounds = 2
+  c.play.episodes = 8
+  c.play.episodes_per_chunk = 4
+  c.play.eval_every = 4
+  c.learner.replay_size = 256
+  c.learner.replay_batch = 16
+  c.learner.updates_per_round = 1
+  c.model.hidden = 64
+  c.model.depth = 2
+  c.model.surprise_hidden = 32
+  c.curiosity.candidates = 4
+  c.curriculum.min_episodes = 1
+  c.eval.heldout_envs = 8
+  c.eval.probe_pairs = 8
+  # The glass probe draws scenes from a glass-only physics config: one more scene-draw compilation
+  # (about 10 s), so smoke leaves it to the cpu variant.
+  c.eval.probes = ("fall_through_floor", "hover", "offcentre_stack_stays")
+  c.eval.bootstrap = 200
+  c.render.rounds = 1
+  return c
+
+
+def gpu():
+  c = cpu()
+  c.backend = "mjx"
+  c.seeds = 5
+  c.play.envs = 1024
+  c.play.episodes = 96
+  c.play.episodes_per_chunk = 8
+  c.learner.replay_size = 65536
+  c.learner.replay_batch = 1024
+  c.learner.updates_per_round = 4
+  c.model.hidden = 512
+  c.model.depth = 4
+  c.curiosity.candidates = 32
+  c.eval.heldout_envs = 1024
+  c.eval.probe_pairs = 512
+  return c
+
+
+def get_config(arg=""):
+  return select(arg, {"cpu": cpu, "repro": cpu, "smoke": smoke, "gpu": gpu})
