@@ -1,0 +1,12 @@
+"""Latent Pager Memory against a text-summary buffer (latent-pager.md; issue 8) as a jaxlab experiment.
+
+modules.py holds the PageCompressor and PageAggregator; pages.py the chunking, the frozen LM's pooled
+hidden states and the per-document page store; pager.py soft tokens, the training loss and answers;
+train.py the optax/Orbax training loop; text_buffer.py the baseline; generation.py the one set of
+generation settings both systems answer with; metrics.py the answer metrics; data.py the questions
+and consistency probes; timing.py latency and peak memory; analysis.py and published.py the report.
+"""
+
+from jaxlab.paging.experiment import report, run, validate
+
+__all__ = ["report", "run", "validate"]

@@ -1,0 +1,118 @@
+"""Answer metrics of the latent-pager comparison (latent-pager.md; README "Facts from the published
+latent-pager code", metrics).
+
+- `normalize`: the published SQuAD-style normalization, in its order: lower case, the articles
+  a/an/the removed, punctuation removed, whitespace collapsed.
+- `exact_match`, `token_f1`: on normalized tokens (an empty gold answer matches only an empty
+  prediction, as published); `rouge_l`: the `rouge-score` package's ROUGE-L F-measure with
+  stemming, gold first.
+- `hallucination`: the published heuristic, reproduced exactly: claims are the pieces of the answer
+  split on runs of . ! ? that have 3+ whitespace words; a claim is hallucinated when under 50% of
+  its distinct normalized tokens are in the document's and under 50% in the gold answer's; the rate
+  is hallucinated claims over claims (0 when there are none). An answer of one or two words is
+  therefore never a claim, whatever it says.
+- `hallucination_grounded`: our stricter variant: every piece with a content word is a claim (no
+  3-word floor), the gold answer gives no credit, function words (`STOPWORDS`) are ignored, and a
+  claim is grounded only when at least 80% of its distinct content tokens occur in the document.
+- `answer_words`, `contains_gold`: length in whitespace words, and whether the normalized gold
+  answer occurs inside the normalized prediction (token-F1 rewards short answers: a length effect).
+- `consistency_pairs`: questions on the same document with the same normalized gold answer (in
+  the synthetic set, a multi-hop question and its second hop asked directly) should get the same
+  answer; each such pair scores 1 when the two normalized predictions agree.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import re
+import string
+
+from rouge_score import rouge_scorer
+
+STOPWORDS = frozenset("""a an the is are was were be been being am of in on at to for from by with
+and or but not no it its this that these those there here as he she they them his her their i you
+we our your my me us do does did has have had will would can could should may might must so than
+then what which who whom whose where when why how answer question""".split())
+
+_SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+_PUNCT = set(string.punctuation)
+
+
+def normalize(text: str) -> str:
+  text = re.sub(r"\b(a|an|the)\b", " ", text.lower())
+  return " ".join("".join(c for c in text if c not in _PUNCT).split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+  return float(normalize(prediction) == normalize(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+  pred, ref = normalize(prediction).split(), normalize(gold).split()
+  if not ref:
+    return float(not pred)
+  common = sum((collections.Counter(pred) & collections.Counter(ref)).values())
+  if common == 0:
+    return 0.0
+  precision, recall = common / len(pred), common / len(ref)
+  return 2 * precision * recall / (precision + recall)
+
+
+def rouge_l(prediction: str, gold: str) -> float:
+  return _SCORER.score(gold, prediction)["rougeL"].fmeasure
+
+
+def _pieces(text: str) -> list[str]:
+  return [p.strip() for p in re.split(r"[.!?]+", text) if p.strip()]
+
+
+def hallucination(prediction: str, document: str, gold: str) -> float:
+  claims = [p for p in _pieces(prediction) if len(p.split()) >= 3]
+  if not claims:
+    return 0.0
+  source, ref = set(normalize(document).split()), set(normalize(gold).split())
+  bad = 0
+  for claim in claims:
+    tokens = set(normalize(claim).split())
+    if tokens and len(tokens & source) / len(tokens) < 0.5 and len(tokens & ref) / len(tokens) < 0.5:
+      bad += 1
+  return bad / len(claims)
+
+
+def hallucination_grounded(prediction: str, document: str, threshold: float = 0.8) -> float:
+  source = set(normalize(document).split())
+  claims = [t for t in (set(normalize(p).split()) - STOPWORDS for p in _pieces(prediction)) if t]
+  if not claims:
+    return 0.0
+  return sum(len(t & source) / len(t) < threshold for t in claims) / len(claims)
+
+
+def answer_words(prediction: str) -> int:
+  return len(prediction.split())
+
+
+def contains_gold(prediction: str, gold: str) -> float:
+  g = normalize(gold)
+  return float(bool(g) and f" {g} " in f" {normalize(prediction)} ")
+
+
+def per_answer(prediction: str, gold: str, document: str) -> dict:
+  """Every per-answer metric of one prediction."""
+  return {"exact_match": exact_match(prediction, gold), "f1": token_f1(prediction, gold),
+          "rouge_l": rouge_l(prediction, gold), "hallucination": hallucination(prediction, document, gold),
+          "hallucination_grounded": hallucination_grounded(prediction, document),
+          "answer_words": float(answer_words(prediction)), "contains_gold": contains_gold(prediction, gold)}
+
+
+def consistency_pairs(records: list[dict]) -> list[tuple[int, int]]:
+  """Index pairs of records with the same document and the same normalized gold answer."""
+  groups = collections.defaultdict(list)
+  for i, r in enumerate(records):
+    groups[(r["document"], normalize(r["gold_answer"]))].append(i)
+  return [pair for idx in groups.values() for pair in itertools.combinations(idx, 2)]
+
+
+def consistency(predictions: list[str], pairs: list[tuple[int, int]]) -> list[float]:
+  """1.0 per pair whose two normalized predictions agree."""
+  return [float(normalize(predictions[i]) == normalize(predictions[j])) for i, j in pairs]

@@ -1,0 +1,105 @@
+"""The text-buffer baseline (latent-pager.md: "runs the LM to generate a text summary for each chunk,
+concatenates all the summaries, and runs the LM again to generate a final answer").
+
+Each chunk (the same token chunks the pager reads, in calls of the same `pages.batch_size` chunks)
+is put into the `prompts.extract` template and the frozen LM generates its key facts; a document's
+extractions are joined with `text_buffer.separator` and cut to the first
+`text_buffer.max_context_tokens` tokens (published: 4,096 for Qwen3-1.7B); the answer is generated
+from the `prompts.answer` template with the generation settings shared with the pager
+(`jaxlab.paging.generation`), in batches of `eval.batch_size` like the pager's. Extractions depend
+only on the document, so every question on a document reuses them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from jaxlab.paging import generation
+from jaxlab.paging.generation import Settings
+
+
+def _enc(tokenizer, text: str) -> list[int]:
+  return tokenizer.encode(text).ids if text else []
+
+
+def wrap(tokenizer, template: str, field: str, inner: list[int], **fields) -> list[int]:
+  """Token ids of `template` with already-tokenized `inner` at {field} (it is not re-tokenized)."""
+  before, sep, after = template.partition("{" + field + "}")
+  if not sep:
+    raise ValueError(f"prompt template {template!r} has no {{{field}}}")
+  return _enc(tokenizer, before.format(**fields)) + list(inner) + _enc(tokenizer, after.format(**fields))
+
+
+def round_up(n: int, multiple: int = 32) -> int:
+  return -(-n // multiple) * multiple
+
+
+def generate_rows(lm, tokenizer, rows: list[list[int]], settings: Settings, batch_size: int, width: int,
+                  desc: str) -> list[str]:
+  """Generated text for each prompt (token ids), in batches of one shape (batch_size, width)."""
+  ids = np.zeros((len(rows), width), np.int32)
+  mask = np.zeros((len(rows), width), bool)
+  for i, row in enumerate(rows):
+    if len(row) > width:
+      raise ValueError(f"a {desc} prompt of {len(row)} tokens exceeds the width {width}")
+    if row:
+      ids[i, -len(row):], mask[i, -len(row):] = row, True
+  out = []
+  for s in tqdm(range(0, len(rows), batch_size), desc=desc, unit="batch", leave=False, disable=len(rows) <= batch_size):
+    idx = np.arange(s, s + batch_size)
+    idx = np.where(idx < len(rows), idx, s)  # a short last batch repeats its first row
+    tokens = generation.generate_tokens(lm, ids[idx], mask[idx], settings)
+    out += generation.decode(tokenizer, tokens, settings)[:min(batch_size, len(rows) - s)]
+  return out
+
+
+@dataclasses.dataclass
+class TextBuffer:
+  lm: object
+  tokenizer: object
+  store: object            # jaxlab.paging.pages.PageStore: the same chunks as the pager
+  settings: Settings       # the answer settings shared with the pager
+  extract_settings: Settings
+  prompts: dict
+  separator: str
+  max_context_tokens: int
+  answer_batch_size: int
+  answer_width: int        # see `answer_width`
+
+  def __post_init__(self):
+    self.buffers: dict[str, list[int]] = {}
+
+  @property
+  def extract_width(self) -> int:
+    return round_up(self.store.settings.chunk_tokens + len(wrap(self.tokenizer, self.prompts["extract"], "chunk", [])))
+
+  def buffer_ids(self, documents: list[str]) -> list[list[int]]:
+    """Joined, truncated extractions per document (computed once per document)."""
+    missing = [d for d in dict.fromkeys(documents) if d not in self.buffers]
+    if missing:
+      chunks = [self.store.chunks(d) for d in missing]
+      rows = [wrap(self.tokenizer, self.prompts["extract"], "chunk", c) for cs in chunks for c in cs]
+      texts = generate_rows(self.lm, self.tokenizer, rows, self.extract_settings, self.store.settings.batch_size,
+                            self.extract_width, "extract")
+      at = 0
+      for doc, cs in zip(missing, chunks):
+        joined = self.separator.join(t.strip() for t in texts[at:at + len(cs)])
+        at += len(cs)
+        self.buffers[doc] = _enc(self.tokenizer, joined)[:self.max_context_tokens]
+    return [self.buffers[d] for d in documents]
+
+  def answer(self, records: list[dict]) -> list[str]:
+    buffers = self.buffer_ids([r["document"] for r in records])
+    rows = [wrap(self.tokenizer, self.prompts["answer"], "context", b, question=r["question"])
+            for b, r in zip(buffers, records)]
+    return generate_rows(self.lm, self.tokenizer, rows, self.settings, self.answer_batch_size, self.answer_width,
+                         "answer")
+
+
+def answer_width(tokenizer, template: str, max_context_tokens: int, records) -> int:
+  """The one width of every answer prompt of a run: the longest question with a full buffer."""
+  return round_up(max_context_tokens + max(len(wrap(tokenizer, template, "context", [], question=r["question"]))
+                                           for r in records))
