@@ -32,11 +32,11 @@ def learning_curves(config, table, res, workdir):
   for s, (ax, stage) in enumerate(zip(axes, physics.STAGES)):
     for g, name, rows in _regime_rows(config, table):
       y = res["eval_stage"][rows, :, s]
-      mean, sd = y.mean(0), (y.std(0, ddof=1) if len(rows) > 1 else np.zeros(y.shape[1]))
-      ax.plot(x, mean, color=COLORS[g], label=name)
-      ax.fill_between(x, mean - sd, mean + sd, color=COLORS[g], alpha=0.2, lw=0)
+      ax.plot(x, y.mean(0), color=COLORS[g], label=name)
+      # The band is the range over seeds: mean - sd can fall below zero, which a log axis cannot show.
+      ax.fill_between(x, y.min(0), y.max(0), color=COLORS[g], alpha=0.2, lw=0)
     ax.set(title=f"stage {s + 1}: {stage}", xlabel="environment steps", yscale="log")
-  axes[0].set_ylabel("held-out error (mean ± sd over seeds)")
+  axes[0].set_ylabel("held-out error (mean; band: range over seeds)")
   axes[0].legend(fontsize=8)
   fig.tight_layout()
   return report.save_plot(fig, workdir, "learning_curves.png")
