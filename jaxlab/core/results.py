@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 from jaxlab.core import config as config_lib
+from jaxlab.core import report as report_lib
 
 
 def save(workdir, table: dict, results: dict) -> None:
@@ -34,3 +35,14 @@ def load(workdir):
     table = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("table/")}
     results = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("results/")}
   return config, table, results
+
+
+def summarize(workdir, analysis, plots):
+  """The common first half of a swept experiment's report: load runs.npz, write summary.json from
+  `analysis.summarize`, draw `plots.draw_all` over `analysis.Runs`.
+  Returns (config, table, summary, runs, images)."""
+  config, table, res = load(workdir)
+  summary = analysis.summarize(config, table, res)
+  report_lib.write_json(Path(workdir) / "summary.json", summary)
+  runs = analysis.Runs(config, table, res)
+  return config, table, summary, runs, plots.draw_all(runs, workdir)

@@ -26,9 +26,10 @@ from __future__ import annotations
 import collections
 import itertools
 import re
-import string
 
 from rouge_score import rouge_scorer
+
+from jaxlab.lm.pretrain_eval import normalize  # SQuAD's, the one the base model is measured with
 
 STOPWORDS = frozenset("""a an the is are was were be been being am of in on at to for from by with
 and or but not no it its this that these those there here as he she they them his her their i you
@@ -36,12 +37,6 @@ we our your my me us do does did has have had will would can could should may mi
 then what which who whom whose where when why how answer question""".split())
 
 _SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-_PUNCT = set(string.punctuation)
-
-
-def normalize(text: str) -> str:
-  text = re.sub(r"\b(a|an|the)\b", " ", text.lower())
-  return " ".join("".join(c for c in text if c not in _PUNCT).split())
 
 
 def exact_match(prediction: str, gold: str) -> float:

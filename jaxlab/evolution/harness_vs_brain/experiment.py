@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-
 import jax
 import numpy as np
 
@@ -117,11 +115,7 @@ def run(config, workdir):
 
 
 def report(workdir):
-  config, table, res = results.load(workdir)
-  summary = analysis.summarize(config, table, res)
-  report_lib.write_json(Path(workdir) / "summary.json", summary)
-  runs = analysis.Runs(config, table, res)
-  images = plots.draw_all(runs, workdir)
+  config, table, summary, runs, images = results.summarize(workdir, analysis, plots)
   sections = [
       ("What ran", f"Variant `{config.variant}`: {len(table['seed'])} runs = {len(config.regime_names)} regimes x "
                    f"K in {tuple(config.ks)} x {config.seeds} seeds, {config.generations} generations, "

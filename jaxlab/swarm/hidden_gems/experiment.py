@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jax
 import numpy as np
 
@@ -72,11 +70,7 @@ def _curve_table(runs, config) -> str:
 
 
 def report(workdir):
-  config, table, res = results.load(workdir)
-  summary = analysis.summarize(config, table, res)
-  report_lib.write_json(Path(workdir) / "summary.json", summary)
-  runs = analysis.Runs(config, table, res)
-  images = plots.draw_all(runs, workdir)
+  config, table, summary, runs, images = results.summarize(workdir, analysis, plots)
   k = config.model
   bound, published_delta = 2 / (4 * k.per_quadrant), published.FIGURES["delta/tally"][0]
   sections = [

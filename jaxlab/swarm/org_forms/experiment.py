@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jax
 
 from jaxlab.core import checkpoint, results
@@ -73,11 +71,7 @@ def run(config, workdir):
 
 
 def report(workdir):
-  config, table, res = results.load(workdir)
-  summary = analysis.summarize(config, table, res)
-  report_lib.write_json(Path(workdir) / "summary.json", summary)
-  runs = analysis.Runs(config, table, res)
-  images = plots.draw_all(runs, workdir)
+  config, table, summary, runs, images = results.summarize(workdir, analysis, plots)
   sections = [
       ("What ran", f"Variant `{config.variant}`: {len(table['seed'])} runs "
                    f"({config.seeds} seeds on the main grid and promotion cells, {config.sweep_seeds} on the sweeps), "
