@@ -23,3 +23,21 @@ def test_map_runs_pads_and_unpads_to_the_rows_given():
 def test_pad_rows_repeats_the_first_row():
   padded = mesh.pad_rows({"a": np.array([[1, 2], [3, 4], [5, 6]])}, 5)
   np.testing.assert_array_equal(padded["a"][3:], [[1, 2], [1, 2]])
+
+
+def test_training_mesh_fills_the_rest_and_rejects_bad_shapes():
+  import pytest
+  m = mesh.training_mesh({"data": 2, "fsdp": -1, "tensor": 2})
+  assert dict(m.shape) == {"data": 2, "fsdp": 2, "tensor": 2}
+  assert dict(mesh.training_mesh().shape) == {"data": 1, "fsdp": 8, "tensor": 1}
+  for bad in ({"data": 3, "fsdp": -1, "tensor": 1}, {"data": 2, "fsdp": 2, "tensor": 1},
+              {"data": -1, "fsdp": -1, "tensor": 1}, {"data": 1, "fsdp": 8, "pipeline": 1}):
+    with pytest.raises(ValueError, match="mesh"):
+      mesh.training_mesh(bad)
+
+
+def test_logical_names_map_to_mesh_axes_once_per_array():
+  P = jax.sharding.PartitionSpec
+  assert mesh.spec_of(("embed", "mlp")) == P("fsdp", "tensor")
+  assert mesh.spec_of(("embed", "embed")) == P("fsdp", None)   # a mesh axis shards one dimension
+  assert mesh.spec_of(("batch", "length", "embed")) == P(("data", "fsdp"), None, None)

@@ -1,5 +1,6 @@
-"""The runs axis on a `jax.sharding` Mesh: one device, many, or many hosts.
+"""Meshes: the runs axis of sweeps, and the (data, fsdp, tensor) mesh of training.
 
+**Sweeps.**
 Every experiment puts its independent runs (cells x seeds, population members, environments,
 batch rows) on the leading axis of a pytree and calls `map_runs(fn, runs)`. The leading axis is
 padded to whole blocks per device (with copies of row 0, so padding never feeds a computation
@@ -7,6 +8,15 @@ values it could not see), sharded over the mesh axis `runs`, computed with `shar
 device runs `fn` on its own rows, block by block, gathered back to every host as NumPy and
 unpadded. Because each row's randomness comes from its own key and every row is computed by the
 same code, the result does not depend on how many devices or processes there are.
+
+**Training.** `training_mesh(config.mesh)` lays every device of every process out as
+(data, fsdp, tensor): batch rows are split over data x fsdp, parameters and optimizer state are
+sharded over fsdp (ZeRO-3 style: each device holds a slice of every large matrix and XLA gathers
+it for the layer that needs it) and split Megatron-style over tensor (heads, MLP width). Models
+name the logical axes of their parameters (`nnx.with_partitioning` / `sharding_names`) and
+`RULES` maps each logical name to mesh axes, in one table; `logical_sharding` turns an abstract
+state's names into `NamedSharding`s on a mesh. Its axes are Auto (XLA propagates shardings
+from the parameters and the `constrain` hints), so inputs need not carry the mesh in their types.
 """
 
 from __future__ import annotations
@@ -21,9 +31,26 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 from orbax.checkpoint import multihost as ocp_multihost
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 AXIS = "runs"
+TRAINING_AXES = ("data", "fsdp", "tensor")
+
+# Logical axis name -> mesh axes (None: replicated). The one table of sharding rules: a model names
+# its axes, never mesh axes. fsdp shards the large dimension of every matrix; tensor splits heads
+# and MLP width (column-parallel in, row-parallel out, Megatron style); batch rows use data x fsdp.
+RULES: dict[str, str | tuple[str, ...] | None] = {
+    "batch": ("data", "fsdp"),
+    "vocab": "tensor",
+    "embed": "fsdp",
+    "heads": "tensor",
+    "kv_heads": "tensor",
+    "head_dim": None,
+    "mlp": "tensor",
+    "norm": None,
+    "layers": None,
+    "length": None,
+}
 
 
 def initialize_distributed(coordinator: str | None = None, num_processes: int | None = None,
@@ -46,6 +73,75 @@ def initialize_distributed(coordinator: str | None = None, num_processes: int | 
 def make_mesh() -> Mesh:
   """A 1-D mesh over every device of every process, axis name `runs`."""
   return jax.make_mesh((jax.device_count(),), (AXIS,))
+
+
+def training_mesh(spec=None) -> Mesh:
+  """A (data, fsdp, tensor) mesh over every device of every process.
+
+  `spec` is a config block (or dict) with integer fields `data`, `fsdp`, `tensor`; one of them may
+  be -1 for whatever the others leave; None puts every device on fsdp. The product must equal the
+  device count.
+  """
+  spec = {"data": 1, "fsdp": -1, "tensor": 1} if spec is None else dict(spec)
+  names = set(spec) - set(TRAINING_AXES)
+  if names:
+    raise ValueError(f"mesh: unknown axes {sorted(names)}; the axes are {TRAINING_AXES}")
+  sizes = [int(spec.get(a, 1)) for a in TRAINING_AXES]
+  n = jax.device_count()
+  if sizes.count(-1) > 1 or any(s == 0 or s < -1 for s in sizes):
+    raise ValueError(f"mesh: sizes must be positive, with at most one -1, got {dict(zip(TRAINING_AXES, sizes))}")
+  known = int(np.prod([s for s in sizes if s != -1]))
+  if -1 in sizes:
+    if n % known:
+      raise ValueError(f"mesh: {dict(zip(TRAINING_AXES, sizes))} does not divide the {n} devices")
+    sizes[sizes.index(-1)] = n // known
+  if int(np.prod(sizes)) != n:
+    raise ValueError(f"mesh: data x fsdp x tensor = {int(np.prod(sizes))}, but there are {n} devices")
+  return jax.make_mesh(tuple(sizes), TRAINING_AXES, axis_types=(AxisType.Auto,) * 3)
+
+
+def spec_of(names, rules=None) -> P:
+  """Logical axis names (one per array dimension, None for unnamed) -> a PartitionSpec.
+  A mesh axis is used at most once per array: a later dimension that maps to one already used
+  stays unsharded (e.g. a square (embed, embed) matrix)."""
+  rules = RULES if rules is None else rules
+  used, out = set(), []
+  for name in names or ():
+    axes = rules.get(name) if name is not None else None
+    axes = (axes,) if isinstance(axes, str) else tuple(axes or ())
+    axes = tuple(a for a in axes if a not in used)
+    used.update(axes)
+    out.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+  return P(*out)
+
+
+def logical_sharding(abstract_state, mesh: Mesh, rules=None):
+  """NamedShardings for an abstract NNX state whose variables carry `sharding_names` metadata
+  (variables without names are replicated). Axes whose size does not divide the dimension stay
+  unsharded rather than failing, so tiny test models run on any mesh."""
+  from flax import nnx
+
+  def one(var):
+    names = getattr(var, "sharding_names", None) or ()
+    shape = var.shape if hasattr(var, "shape") else var[...].shape
+    spec = list(spec_of(names, rules)) + [None] * (len(shape) - len(names))
+    for i, axes in enumerate(spec):
+      if axes is not None:
+        size = int(np.prod([mesh.shape[a] for a in ((axes,) if isinstance(axes, str) else axes)]))
+        if shape[i] % size:
+          spec[i] = None
+    return NamedSharding(mesh, P(*spec))
+
+  return jax.tree.map(one, abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
+def constrain(x, *names, rules=None):
+  """`with_sharding_constraint` by logical names, under the mesh set by `jax.set_mesh`; a no-op
+  outside one. Activations named here tell XLA where the collectives go."""
+  mesh = jax.sharding.get_abstract_mesh()
+  if mesh is None or mesh.empty or set(TRAINING_AXES) - set(mesh.axis_names):
+    return x
+  return jax.lax.with_sharding_constraint(x, spec_of(names, rules))
 
 
 def padded_size(n: int, mesh: Mesh, block: int = 0) -> int:
