@@ -1,7 +1,8 @@
 """Statistics every experiment reports with: mean and sample sd, Wilson interval, paired bootstrap.
 
 `wilson` is written with jax.numpy so experiments can also call it inside jitted code; the others
-work on host NumPy arrays of finished results.
+work on host NumPy arrays of finished results. `bootstrap_claim` is the interval every published
+claim is graded on (`report.claim`).
 """
 
 from __future__ import annotations
@@ -53,3 +54,31 @@ def paired_bootstrap(a, b, n_resamples: int = 10_000, confidence: float = 0.95, 
   p = 2 * min(np.mean(stats <= 0), np.mean(stats >= 0))
   return {"diff": float(statistic(d)), "ci": [float(lo), float(hi)], "p": float(min(1.0, p)),
           "n": int(d.size)}
+
+
+def bootstrap_claim(margin_fn, n_units: int, n_resamples: int = 10_000, seed: int = 0,
+                    confidence: float = 0.95) -> dict:
+  """A percentile bootstrap interval for a claim's margin, resampling units (seeds, days, questions).
+
+  `margin_fn(idx)` maps unit indices to the claim's margin, positive when the published statement
+  holds (`mean(a[idx]) - mean(b[idx])`; `min` over cells for "at every cell"; the peak cell's mean
+  minus the best other cell's for "peaks at"). It is called with idx of shape (n_units,) for the
+  observed margin and (n_resamples, n_units) for the resamples, so it reduces over the last axis;
+  one index set serves every cell, which pairs cells that share seeds. A margin_fn that cannot
+  take the batched shape is called once per resample instead.
+
+  Returns {"diff": observed margin, "ci": [lo, hi] or None when n_units < 2, "n": n_units}.
+  """
+  observed = float(margin_fn(np.arange(n_units)))
+  if n_units < 2:
+    return {"diff": observed, "ci": None, "n": int(n_units)}
+  idx = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
+  try:
+    margins = np.asarray(margin_fn(idx), dtype=np.float64)
+  except (ValueError, TypeError, IndexError):
+    margins = None
+  if margins is None or margins.shape != (n_resamples,):
+    margins = np.array([float(margin_fn(i)) for i in idx])
+  tail = (1 - confidence) / 2
+  lo, hi = np.quantile(margins, [tail, 1 - tail])
+  return {"diff": observed, "ci": [float(lo), float(hi)], "n": int(n_units)}
