@@ -13,7 +13,7 @@ same code, the result does not depend on how many devices or processes there are
 (data, fsdp, tensor): batch rows are split over data x fsdp, parameters and optimizer state are
 sharded over fsdp (ZeRO-3 style: each device holds a slice of every large matrix and XLA gathers
 it for the layer that needs it) and split Megatron-style over tensor (heads, MLP width). Models
-name the logical axes of their parameters (`nnx.with_partitioning` / `sharding_names`) and
+name the logical axes of their parameters (`nnx.with_partitioning`, `out_sharding=`) and
 `RULES` maps each logical name to mesh axes, in one table; `logical_sharding` turns an abstract
 state's names into `NamedSharding`s on a mesh. Its axes are Auto (XLA propagates shardings
 from the parameters and the `constrain` hints), so inputs need not carry the mesh in their types.
@@ -122,7 +122,8 @@ def logical_sharding(abstract_state, mesh: Mesh, rules=None):
   from flax import nnx
 
   def one(var):
-    names = getattr(var, "sharding_names", None) or ()
+    meta = var.get_metadata() if hasattr(var, "get_metadata") else {}
+    names = meta.get("out_sharding") or meta.get("sharding_names") or ()
     shape = var.shape if hasattr(var, "shape") else var[...].shape
     spec = list(spec_of(names, rules)) + [None] * (len(shape) - len(names))
     for i, axes in enumerate(spec):
@@ -133,6 +134,24 @@ def logical_sharding(abstract_state, mesh: Mesh, rules=None):
     return NamedSharding(mesh, P(*spec))
 
   return jax.tree.map(one, abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
+def create_sharded(init_fn: Callable, mesh: Mesh, rules=None):
+  """An NNX module built by `init_fn()` directly in its shards: the module is first built
+  abstractly (`nnx.eval_shape`, no memory), its variables' logical names give their shardings
+  (`logical_sharding`), and one jitted init with those `out_shardings` makes each device compute
+  only its own slices, so no full copy exists on any device or on the host.
+
+  Flax's eager sharding (variables placed as they are created, by Flax's own rules) is switched
+  off here: the rules are this module's table, which also skips axes that do not divide.
+  """
+  from flax import nnx
+
+  with nnx.use_eager_sharding(False):
+    graphdef, abstract = nnx.split(nnx.eval_shape(init_fn))
+    shardings = logical_sharding(abstract, mesh, rules)
+    state = jax.jit(lambda: nnx.split(init_fn())[1], out_shardings=shardings)()
+  return nnx.merge(graphdef, state)
 
 
 def constrain(x, *names, rules=None):
