@@ -4,8 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import struct
 
-from jaxlab.core import checkpoint, mesh
+from jaxlab.core import checkpoint, mesh, train
 
 
 def _step(state, t):
@@ -48,5 +49,33 @@ def test_a_restart_from_a_saved_chunk_is_bitwise_identical(tmp_path, devices):
     np.testing.assert_array_equal(a, b)
   lines = (tmp_path / "cut" / "progress.jsonl").read_text().splitlines()
   assert len(lines) == 3                                       # chunks 1, then 2 and 3 on resume
-  with pytest.raises(RuntimeError, match="another sweep"):
+  with pytest.raises(train.CheckpointMismatch, match="another run"):
     checkpoint.scan_chunked(_step, _state(), 7, 3, tmp_path / "cut", key="b", mesh=devices, block=2)
+
+
+@struct.dataclass
+class Walk:
+  key: jax.Array
+  x: jax.Array
+
+
+def _walk_step(state, t):
+  def one(s):
+    key = jax.random.fold_in(jax.random.wrap_key_data(s.key), t)
+    return Walk(key=s.key, x=s.x + jax.random.normal(key, s.x.shape)), {"x": s.x.sum()}
+  return jax.vmap(one)(state)
+
+
+def test_state_is_saved_by_name_with_json_metadata(tmp_path, devices):
+  """A dataclass state resumes into its own type; the folder holds the fingerprint as JSON."""
+  s = _state()
+  walk = Walk(key=s["key"], x=s["x"])
+  whole = checkpoint.scan_chunked(_walk_step, walk, 5, 2, tmp_path / "whole", key="w", mesh=devices, block=2)
+  assert checkpoint.scan_chunked(_walk_step, walk, 5, 2, tmp_path / "cut", key="w", mesh=devices, block=2,
+                                 stop_after=2) is None
+  meta = train.Checkpoints(tmp_path / "cut" / "checkpoints", "w").meta()
+  assert (meta["fingerprint"], meta["chunk"], meta["steps"]) == ("w", 2, 4)
+  state, out = checkpoint.scan_chunked(_walk_step, walk, 5, 2, tmp_path / "cut", key="w", mesh=devices, block=2)
+  assert isinstance(state, Walk)
+  np.testing.assert_array_equal(state.x, whole[0].x)
+  np.testing.assert_array_equal(out["x"], whole[1]["x"])

@@ -2,12 +2,16 @@
 
 `run_chunked` cuts the runs table into chunks of a fixed size (the last one padded, so a whole
 sweep compiles once), maps each chunk over the mesh, and after each chunk saves the results so
-far to `workdir/checkpoints` with an Orbax CheckpointManager. Started again on the same workdir it
-restores the latest step and goes on from the next chunk. Each run's randomness comes from its
-own key, so a resumed sweep returns exactly what an uninterrupted one returns.
+far to `workdir/checkpoints`; `scan_chunked` does the same for a state carried over steps. Both
+save through `train.Checkpoints`, the one Orbax mechanism of the codebase: results and state as
+pytrees saved under their own names, the sweep's fingerprint and progress as JSON metadata.
+Started again on the same workdir a loop restores the latest step and goes on from the next
+chunk. Each run's randomness comes from its own key, so a resumed sweep returns exactly what an
+uninterrupted one returns.
 
-Restore order: the fingerprint is checked first (a workdir holds one sweep; a different config
-is an error, never a silent mix), then `done` says which chunk comes next, then the results.
+Restore order: the metadata first (its fingerprint must match: a workdir holds one sweep, and a
+different config raises `train.CheckpointMismatch`, never a silent mix), which says where the
+loop stands, then the results (and the carried state, read into the caller's structure).
 """
 
 from __future__ import annotations
@@ -46,28 +50,30 @@ def manager(directory: Path, max_to_keep: int = 1) -> ocp.CheckpointManager:
   return ocp.CheckpointManager(Path(directory).absolute(), options=options)
 
 
-def _encode(text: str) -> np.ndarray:
-  return np.frombuffer(text.encode(), dtype=np.uint8).copy()
-
-
 class Chunks:
-  """What both chunked loops share: the Orbax manager with its fingerprint check, the progress
-  bar and progress.jsonl (process 0 only)."""
+  """What both chunked loops share: one `train.Checkpoints` per loop (each chunk's results as a
+  named pytree, the sweep's fingerprint and the chunk count as JSON metadata), the progress bar
+  and progress.jsonl (process 0 only)."""
 
   def __init__(self, workdir: Path, folder: str, key: str, total: int, desc: str):
-    self.workdir, self.key, self.total, self.desc = workdir, key, total, desc
-    self.mgr = manager(workdir / folder)
+    from jaxlab.core import train  # here, not at the top: train imports `fingerprint` from this module
 
-  def restore(self):
-    """The latest save as a dict of NumPy arrays, or None; raises if another sweep made it."""
-    if self.mgr.latest_step() is None:
+    self.workdir, self.key, self.total, self.desc = Path(workdir), key, total, desc
+    self.ckpt = train.Checkpoints(self.workdir / folder, key)
+    self.meta = None
+
+  def restore(self, target=None):
+    """The latest chunk's pytree, or None before the first save; its metadata goes to `self.meta`.
+
+    The fingerprint is checked first (`train.CheckpointMismatch` when another sweep made the
+    folder). With `target` (a pytree of NumPy arrays) the save is read into its structure and
+    dtypes; without, as the dicts of NumPy arrays it was saved as.
+    """
+    self.meta = self.ckpt.meta()
+    if self.meta is None:
       return None
-    saved = self.mgr.restore(self.mgr.latest_step(), args=ocp.args.StandardRestore())
-    saved_key = bytes(np.asarray(saved["key"])).decode()
-    if saved_key != self.key:
-      raise RuntimeError(f"{self.workdir} holds checkpoints of another sweep ({saved_key} != {self.key}); "
-                         "use a new --workdir or delete its checkpoints folder")
-    return saved
+    tree, _ = self.ckpt.restore(target)
+    return tree
 
   def __call__(self, initial: int):
     lead = jax.process_index() == 0
@@ -78,9 +84,9 @@ class Chunks:
   def __enter__(self):
     return self
 
-  def save(self, c: int, t0: float, tree: dict, **record) -> None:
-    self.mgr.save(c, args=ocp.args.StandardSave({"key": _encode(self.key), **tree}))
-    self.mgr.wait_until_finished()
+  def save(self, c: int, t0: float, tree, **record) -> None:
+    """Saves chunk `c` (0-based): `tree` as named state, `record` (JSON) beside the fingerprint."""
+    self.ckpt.save(c, tree, chunk=c + 1, of=self.total, **record)
     self.bar.update(1)
     if self.log:
       self.log.write(json.dumps({"chunk": c + 1, "of": self.total, **record,
@@ -91,7 +97,7 @@ class Chunks:
     self.bar.close()
     if self.log:
       self.log.close()
-    self.mgr.close()
+    self.ckpt.close()
 
 
 def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc: str = "runs",
@@ -99,7 +105,7 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
   """Maps batched `fn` over the rows of `runs` chunk by chunk, checkpointed; returns NumPy outputs.
 
   `key` identifies the sweep (use `fingerprint(config, runs)`): a checkpoint in `workdir` made by
-  another sweep raises instead of being mixed in. Chunks are rounded up to whole blocks per device
+  another sweep raises `train.CheckpointMismatch` instead of being mixed in. Chunks are rounded up to whole blocks per device
   (see `mesh.map_runs`).
   """
   mesh = mesh or mesh_lib.make_mesh()
@@ -109,8 +115,8 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
   n_chunks = -(-n // chunk)
   chunks = Chunks(workdir, "checkpoints", key, n_chunks, desc)
   saved = chunks.restore()
-  start = 0 if saved is None else int(saved["done"])
-  parts = [] if saved is None else [jax.tree.map(np.asarray, saved["results"])]
+  start = 0 if saved is None else chunks.meta["chunk"]
+  parts = [] if saved is None else [saved]
   with chunks(start):
     for c in range(start, n_chunks):
       t0 = time.perf_counter()
@@ -118,7 +124,7 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
       real = len(jax.tree.leaves(rows)[0])
       out = mesh_lib.map_runs(fn, mesh_lib.pad_rows(rows, chunk), mesh, block)
       parts = [jax.tree.map(lambda *xs: np.concatenate(xs), *parts, jax.tree.map(lambda x: x[:real], out))]
-      chunks.save(c, t0, {"done": np.int64(c + 1), "results": parts[0]}, rows=int(min(n, (c + 1) * chunk)))
+      chunks.save(c, t0, parts[0], rows=int(min(n, (c + 1) * chunk)))
   return parts[0]
 
 
@@ -160,8 +166,8 @@ def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *,
   many chunks and returns None (a job's time limit; the tests' interruption).
 
   Returns (final state, outputs with shape (rows, n_steps, ...)) as NumPy. `key` identifies the
-  sweep as in `run_chunked`. Restore order: fingerprint, then `done` (steps finished), then the
-  state (unflattened into `state`'s structure) and the outputs. `checkpoints` is the Orbax folder
+  sweep as in `run_chunked`. Restore order: fingerprint and steps done (metadata), then the state,
+  read by name into `state`'s structure and dtypes, and the outputs. `checkpoints` is the Orbax folder
   under `workdir` (several scans of one experiment, e.g. row kinds with different states, each
   get their own).
   """
@@ -170,15 +176,15 @@ def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *,
   chunk = max(1, min(chunk, n_steps))
   n_chunks = -(-n_steps // chunk)
   n_rows = len(jax.tree.leaves(state)[0])
-  leaves, treedef = jax.tree.flatten(jax.tree.map(np.asarray, state))
+  state = jax.tree.map(np.asarray, state)
   outputs, done = None, 0
   chunks = Chunks(workdir, checkpoints, key, n_chunks, desc)
   saved = chunks.restore()
   if saved is not None:
-    done = int(saved["done"])
-    # Orbax gives back dicts of NumPy arrays; the caller's state fixes the tree structure.
-    leaves = [np.asarray(saved["state"][str(i)]).astype(x.dtype) for i, x in enumerate(leaves)]
-    outputs = jax.tree.map(np.asarray, saved["outputs"])
+    # The saved state is read back into the caller's structure, by name; outputs come as saved.
+    done = chunks.meta["steps"]
+    state = chunks.restore({"state": state, "outputs": saved["outputs"]})["state"]
+    outputs = saved["outputs"]
   program = _scan_program(step_fn, chunk, n_steps)
   ran = 0
   with chunks(done // chunk):
@@ -186,15 +192,14 @@ def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *,
       if stop_after is not None and ran >= stop_after:
         break
       t0 = time.perf_counter()
-      rows = {"state": treedef.unflatten(leaves), "t0": np.full(n_rows, c * chunk, np.int32)}
+      rows = {"state": state, "t0": np.full(n_rows, c * chunk, np.int32)}
       result = mesh_lib.map_runs(program, rows, mesh, block)
-      leaves = jax.tree.leaves(result["state"])
+      state = result["state"]
       done = min(n_steps, (c + 1) * chunk)
       new = jax.tree.map(lambda x: x[:, :done - c * chunk], result["out"])
       outputs = new if outputs is None else jax.tree.map(lambda a, b: np.concatenate([a, b], 1), outputs, new)
-      chunks.save(c, t0, {"done": np.int64(done), "outputs": outputs,
-                          "state": {str(i): x for i, x in enumerate(leaves)}}, steps=done)
+      chunks.save(c, t0, {"state": state, "outputs": outputs}, steps=done)
       ran += 1
   if done < n_steps:
     return None
-  return treedef.unflatten(leaves), outputs
+  return state, outputs
