@@ -45,6 +45,36 @@ def get(config: ml_collections.ConfigDict, field: str) -> Any:
   return node
 
 
+# Small predicates for `require`, so experiments do not each keep their own copy.
+def is_number(v) -> bool:
+  """A real number (booleans are not numbers here)."""
+  return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def is_positive(v) -> bool:
+  return is_number(v) and v > 0
+
+
+def is_non_negative(v) -> bool:
+  return is_number(v) and v >= 0
+
+
+def is_probability(v) -> bool:
+  """A number in [0, 1] (a probability, a share, a correlation level)."""
+  return is_number(v) and 0 <= v <= 1
+
+
+def int_at_least(minimum: int) -> Callable[[Any], bool]:
+  """The predicate behind `require_int`, for use inside other checks."""
+  return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+
+def tuple_of(n: int | None, ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
+  """A tuple or list of `n` items (any non-zero length when n is None), each passing `ok`."""
+  return lambda v: (isinstance(v, (tuple, list)) and (len(v) == n if n is not None else len(v) > 0)
+                    and all(map(ok, v)))
+
+
 def require(config, field: str, ok: Callable[[Any], bool], expected: str) -> Any:
   """Raises ConfigError unless `ok(value)`; `expected` says what a valid value is."""
   value = get(config, field)
@@ -59,8 +89,7 @@ def require(config, field: str, ok: Callable[[Any], bool], expected: str) -> Any
 
 def require_int(config, field: str, minimum: int, why: str = "") -> int:
   """An integer field of at least `minimum` (booleans are not integers here)."""
-  return require(config, field, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
-                 f"an integer >= {minimum}{f' ({why})' if why else ''}")
+  return require(config, field, int_at_least(minimum), f"an integer >= {minimum}{f' ({why})' if why else ''}")
 
 
 def dataclass_from(cls, section, **given):
