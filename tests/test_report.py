@@ -47,6 +47,7 @@ def test_published_spread_unknown_uses_our_standard_error_alone():
     (("0.250", "0"), ours(0.31, 0.02, 8), 8),       # published spread is zero
     (("0.250", "0.05"), ours(0.31, 0.02, 8), 1),    # published has one run
     (("0.250", None), ours(0.31, 0.0, 8), None),    # no spread on either side
+    (("0.250", None), ours(0.31, 0.02, 8), 1),      # published is one run, printed without a spread
 ])
 def test_zero_spread_or_one_run_is_graded_on_rounding_without_z(published, our, n_pub):
   row = report.compare("f", published, our, n_published=n_pub)

@@ -80,9 +80,11 @@ def compare(figure: str, published: tuple, ours: dict, n_published: int | None =
   diff = ours["mean"] - p_mean
   rel = abs(diff) / abs(p_mean) if p_mean else (0.0 if diff == 0 else math.inf)
   our_sd = _spread(ours.get("sd"), ours.get("n"), ours["mean"])
-  if p_sd is None:
-    method = Z_OURS if our_sd is not None else ROUNDING
-  elif our_sd is None or _spread(p_sd, n_published, p_mean) is None:
+  if our_sd is None or (n_published is not None and n_published < 2):
+    method = ROUNDING  # a published single run has no standard error, with or without a printed sd
+  elif p_sd is None:
+    method = Z_OURS
+  elif _spread(p_sd, n_published, p_mean) is None:
     method = ROUNDING
   elif not n_published:
     method = Z_OURS_N
