@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import difflib
 import importlib.util
+import json
 import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -182,6 +183,21 @@ def load(spec: str, overrides: Sequence[str] = (), validate: Callable | None = N
       where = origins.get(e.field) or _line_of(path, e.field, config.get("variant", arg))
       raise ConfigError(e.field, str(e).split(f"config.{e.field}: ", 1)[-1], where) from None
   return config
+
+
+def fields(tree, prefix: str = "") -> dict:
+  """{"a.b": value} for every leaf field of a config or its dict (lists and tuples are values)."""
+  tree = to_dict(tree) if hasattr(tree, "to_dict") else tree
+  if not isinstance(tree, dict):
+    return {prefix[:-1]: tree}
+  return {k: v for key, sub in tree.items() for k, v in fields(sub, f"{prefix}{key}.").items()}
+
+
+def differences(a, b) -> list[str]:
+  """The dotted fields where two configs (or their dicts, e.g. from config.json) differ."""
+  fa, fb = fields(a), fields(b)
+  norm = lambda v: json.loads(json.dumps(v))   # as config.json holds it: tuples read back as lists
+  return [f for f in sorted(set(fa) | set(fb)) if norm(fa.get(f)) != norm(fb.get(f))]
 
 
 def to_dict(config) -> dict:

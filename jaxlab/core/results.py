@@ -1,7 +1,10 @@
-"""A sweep's raw results on disk: `runs.npz` holds the runs table and every run's outputs.
+"""A sweep's results: `runs.npz` on disk, the `Runs` selector over it, and the report preamble.
 
-`jaxlab report DIR` rebuilds summaries, tables and plots from this file and `config.json`, so a
-report can change without rerunning the sweep.
+`runs.npz` holds the runs table and every run's outputs; `jaxlab report DIR` rebuilds summaries,
+tables and plots from it and `config.json`, so a report can change without rerunning the sweep.
+`Runs` picks rows by their labels in seed order, so cells that share seeds pair up (the paired
+intervals of `core.margins` rely on it); `comparisons` puts an experiment's published figures
+beside its own; `label` prints a cell's coordinate the same way everywhere.
 """
 
 from __future__ import annotations
@@ -14,6 +17,57 @@ import numpy as np
 
 from jaxlab.core import config as config_lib
 from jaxlab.core import report as report_lib
+
+
+def label(x) -> str:
+  """A cell coordinate as figure names print it: 0.0625 -> "0.0625", 2.0 -> "2", float32 noise dropped."""
+  return f"{float(np.round(float(x), 6)):g}"
+
+
+class Runs:
+  """Rows of a runs table by their labels; each selection comes back ordered by seed.
+
+  `keys` names the label columns that `index` takes positionally (a subclass sets it, e.g.
+  ("study",) or ("policy", "split")); `names` maps a label column stored as an index to its
+  names, so `index(structure="flat")` works on a column of 0, 1, 2. Float labels match with
+  `np.isclose` (tables store them as float32).
+  """
+
+  keys: tuple[str, ...] = ()
+  names: dict[str, tuple[str, ...]] = {}
+
+  def __init__(self, config, table, results):
+    self.config, self.table, self.results = config, table, results
+
+  def index(self, *positional, **labels) -> np.ndarray:
+    if len(positional) > len(self.keys):
+      raise TypeError(f"{type(self).__name__}.index takes at most {len(self.keys)} positional labels {self.keys}")
+    labels = {**dict(zip(self.keys, positional)), **labels}
+    mask = np.ones(len(self.table["seed"]), bool)
+    for key, value in labels.items():
+      if isinstance(value, str):
+        value = self.names[key].index(value)
+      mask &= np.isclose(self.table[key], value)
+    idx = np.nonzero(mask)[0]
+    return idx[np.argsort(self.table["seed"][idx], kind="stable")]
+
+  def values(self, metric, *positional, **labels) -> np.ndarray:
+    """The metric of the selected runs, in seed order."""
+    return self.results[metric][self.index(*positional, **labels)]
+
+  def mean(self, metric, *positional, **labels) -> float:
+    return float(np.mean(self.values(metric, *positional, **labels)))
+
+
+def comparisons(published: dict, figures: dict, prefix: str = "") -> list[dict]:
+  """`report.compare` rows for the published figures this run has.
+
+  `published`: figure name -> (mean, sd, n) as the source prints them (sd or n None when it gives
+  none); `prefix` is put before each name to find ours (e.g. "rho=0/"). A published figure the
+  run's grid does not contain is left out, not compared with nothing.
+  """
+  return [report_lib.compare(prefix + name, (mean, sd), figures[prefix + name], n)
+          for name, (mean, sd, n) in published.items() if prefix + name in figures]
 
 
 def save(workdir, table: dict, results: dict) -> None:
