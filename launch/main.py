@@ -2,11 +2,17 @@
 
   jaxlab run CONFIG.py[:variant] --workdir DIR [--config.FIELD=VALUE ...] [--distributed ...]
   jaxlab report DIR
+  jaxlab verify DIR | --all [--quick] [--experiment NAME ...]
+  jaxlab receipt DIR
 
 `run` loads and validates the config (errors name the field and where it was set), writes
 DIR/config.json, and hands over to the experiment's `run(config, workdir)`; the same command on
-a workdir with checkpoints resumes. `report` rebuilds summary.json, report.md and the plots from
-a finished workdir. For several processes (a GPU or TPU cluster, or two CPU processes on one
+a workdir with checkpoints resumes (one holding another run's checkpoints is refused with one
+line). `report` rebuilds summary.json, report.md and the plots from a finished workdir. `verify` checks a finished run against the committed receipt of its
+experiment and variant (results/EXPERIMENT/VARIANT/), figure by figure, and exits 1 naming every
+figure that disagrees; `--all` reruns every receipt's variant first (`--quick`: the smoke ones).
+`receipt` commits a finished run as its variant's receipt (jaxlab/core/receipts.py says how
+receipts are matched). For several processes (a GPU or TPU cluster, or two CPU processes on one
 machine) pass --distributed: with no other flags JAX detects the cluster (TPU, SLURM, Open MPI,
 Kubernetes); see docs/scaling.md.
 """
@@ -15,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -31,24 +39,50 @@ def _parser():
   run.add_argument("--process-id", type=int)
   report = sub.add_parser("report", help="rebuild the report of a finished run")
   report.add_argument("workdir")
+  verify = sub.add_parser("verify", help="check a run against its committed receipt")
+  verify.add_argument("workdir", nargs="?", help="a finished run (or --all)")
+  verify.add_argument("--all", action="store_true", help="rerun every committed receipt's variant and check it")
+  verify.add_argument("--quick", action="store_true", help="with --all: the smoke receipts only")
+  verify.add_argument("--experiment", action="append", default=[], help="with --all: only this one (repeatable)")
+  verify.add_argument("--workroot", help="with --all: where the runs go (default: a temporary folder)")
+  verify.add_argument("--match", choices=("bitwise", "seed"), help="override the receipt's matching")
+  verify.add_argument("--receipts", help="the receipts folder (default: results/ of this checkout)")
+  verify.add_argument("--verbose", action="store_true", help="list every figure, not only disagreements")
+  receipt = sub.add_parser("receipt", help="commit a finished run as its variant's receipt")
+  receipt.add_argument("workdir")
+  receipt.add_argument("--match", choices=("bitwise", "seed"), default="bitwise",
+                       help="how runs are checked against it (bitwise: deterministic on this machine kind)")
+  receipt.add_argument("--receipts", help="the receipts folder (default: results/ of this checkout)")
   return parser
 
 
-def main(argv=None) -> int:
-  args, extra = _parser().parse_known_args(argv)
-  # Imports wait until after parsing so `jaxlab --help` is instant.
-  from jaxlab import experiments
+def _error(message: str) -> int:
+  print(f"jaxlab: {message}", file=sys.stderr)
+  return 2
+
+
+def _refuse(workdir: Path, previous: dict, config) -> int:
   from jaxlab.core import config as config_lib
 
-  if args.command == "report":
-    config_path = Path(args.workdir) / "config.json"
-    if not config_path.is_file():
-      print(f"jaxlab: {config_path} not found: is {args.workdir} the workdir of a run?", file=sys.stderr)
-      return 2
-    config = config_lib.from_dict(json.loads(config_path.read_text()))
-    path = experiments.get(config.experiment).report(args.workdir)
-    print(f"report: {path}")
-    return 0
+  differ = config_lib.differences(previous, config)
+  a, b = config_lib.fields(previous), config_lib.fields(config)
+  shown = ", ".join(f"{f} ({a.get(f)!r} there, {b.get(f)!r} now)" for f in differ[:3])
+  more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+  return _error(f"{workdir} holds another run ({previous.get('experiment')}:{previous.get('variant')}, differing "
+                f"in {shown}{more}); use a new --workdir, or delete that one to start over")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+  """Other processes of a distributed run read the file meanwhile: they see the old or the new one."""
+  tmp = path.with_name(f".{path.name}.{os.getpid()}")
+  tmp.write_text(text)
+  os.replace(tmp, path)
+
+
+def _run(spec: str, overrides, workdir: Path, distributed=None) -> int:
+  """Loads and validates `spec`, writes config.json and runs the experiment in `workdir`."""
+  from jaxlab import experiments
+  from jaxlab.core import config as config_lib, train
 
   def validate(config):
     name = config_lib.require(config, "experiment", lambda v: v in experiments.EXPERIMENTS,
@@ -56,23 +90,94 @@ def main(argv=None) -> int:
     experiments.get(name).validate(config)
 
   try:
-    config = config_lib.load(args.config, extra, validate=validate)
+    config = config_lib.load(spec, overrides, validate=validate)
   except config_lib.ConfigError as e:
-    print(f"jaxlab: config error: {e}", file=sys.stderr)
-    return 2
-  if args.distributed:
+    return _error(f"config error: {e}")
+  if distributed is not None:
     from jaxlab.core import mesh
-    mesh.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
+    mesh.initialize_distributed(*distributed)
   import jax
 
-  workdir = Path(args.workdir)
+  # A workdir holds one run: another run's config (and its checkpoints) is refused, not overwritten.
+  path = workdir / "config.json"
+  previous = json.loads(path.read_text()) if path.is_file() else None
+  if previous is not None and config_lib.differences(previous, config):
+    return _refuse(workdir, previous, config)
   workdir.mkdir(parents=True, exist_ok=True)
   if jax.process_index() == 0:
-    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
-  path = experiments.get(config.experiment).run(config, workdir)
+    _write_atomically(path, json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
+  try:
+    path = experiments.get(config.experiment).run(config, workdir)
+  except train.CheckpointMismatch:
+    return _error(f"{workdir} holds checkpoints of another run (a different config, experiment or code "
+                  "version); use a new --workdir, or delete its checkpoints to start over")
   if jax.process_index() == 0:
     print(f"report: {path}")
   return 0
+
+
+def _verify(args) -> int:
+  from jaxlab.core import receipts
+
+  root = Path(args.receipts) if args.receipts else receipts.RESULTS
+  if args.all == bool(args.workdir):
+    return _error("verify takes either a workdir or --all")
+  if args.workdir:
+    targets = [Path(args.workdir)]
+  else:
+    found = receipts.find(root, args.quick, args.experiment)
+    if not found:
+      return _error(f"no {'smoke ' if args.quick else ''}receipts under {root}")
+    workroot = Path(args.workroot or tempfile.mkdtemp(prefix="jaxlab-verify-"))
+    targets = []
+    for experiment, variant in found:
+      workdir = workroot / experiment / variant
+      code = _run(f"{receipts.RESULTS.parent / 'configs' / experiment}.py:{variant}", [], workdir)
+      if code:
+        return code
+      targets.append(workdir)
+  failed = 0
+  for workdir in targets:
+    try:
+      result = receipts.verify(workdir, root, args.match)
+    except FileNotFoundError as e:
+      return _error(str(e))
+    print(result.table(args.verbose) + "\n")
+    failed += not result.ok
+    for check in result.failures:
+      print(f"jaxlab: {result.receipt}: {check.kind} {check.name} disagrees ({check.why})", file=sys.stderr)
+  return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+  args, extra = _parser().parse_known_args(argv)
+  if extra and args.command != "run":
+    return _error(f"{args.command} takes no {' '.join(extra)} (config overrides belong to `jaxlab run`)")
+  # Imports wait until after parsing so `jaxlab --help` is instant.
+  if args.command == "report":
+    from jaxlab import experiments
+    from jaxlab.core import config as config_lib
+
+    config_path = Path(args.workdir) / "config.json"
+    if not config_path.is_file():
+      return _error(f"{config_path} not found: is {args.workdir} the workdir of a run?")
+    config = config_lib.from_dict(json.loads(config_path.read_text()))
+    path = experiments.get(config.experiment).report(args.workdir)
+    print(f"report: {path}")
+    return 0
+  if args.command == "verify":
+    return _verify(args)
+  if args.command == "receipt":
+    from jaxlab.core import receipts
+
+    try:
+      where = receipts.save(args.workdir, Path(args.receipts) if args.receipts else receipts.RESULTS, args.match)
+    except FileNotFoundError as e:
+      return _error(str(e))
+    print(f"receipt: {where}")
+    return 0
+  distributed = (args.coordinator, args.num_processes, args.process_id) if args.distributed else None
+  return _run(args.config, extra, Path(args.workdir), distributed)
 
 
 if __name__ == "__main__":
