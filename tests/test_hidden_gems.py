@@ -1,4 +1,4 @@
-"""Hidden gems (swarm-hidden-gems.md, issue 3): the scores' known values and errors, the model's
+"""Hidden gems (swarm-hidden-gems.md): the scores' known values and errors, the model's
 invariants, the jitted model against the NumPy reference, and the smoke variant end to end
 (8 forced devices, by conftest) against one device.
 
@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks import hidden_gems as reference
 from jaxlab.core import config as config_lib
-from jaxlab.core import mesh, results
+from jaxlab.core import mesh, receipts, report, results
 from jaxlab.swarm import hidden_gems
 from jaxlab.swarm.hidden_gems import experiment, gems, model, published
 from launch import main as launch
@@ -183,12 +183,20 @@ def test_smoke_end_to_end_writes_the_report(smoke):
   assert summary["experiment"] == "hidden_gems" and summary["variant"] == "smoke"
   assert all(set(f) == {"mean", "sd", "n"} for f in summary["figures"].values())
   assert len(summary["comparisons"]) == len(published.FIGURES)
-  assert {c["verdict"] for c in summary["claims"]} <= {"holds", "does not hold"}
+  assert {report.verdict_kind(c["verdict"]) for c in summary["claims"]} <= set(report.CLAIM_VERDICTS)
+  assert len({c["published"]["mean"] for c in summary["comparisons"]}) == len(summary["comparisons"])  # no copies
+  frozen = [c for c in summary["claims"] if c["claim"].startswith("Frozen g")]
+  assert frozen[0]["verdict"] == "by construction" and not frozen[0]["counted"]
   for name in ("report.md", "config.json", "runs.npz", "precision.png", "delta.png", "correlation.png"):
     assert (smoke / name).is_file(), name
   before = (smoke / "summary.json").read_bytes()
   assert launch.main(["report", str(smoke)]) == 0
   assert (smoke / "summary.json").read_bytes() == before
+
+
+def test_smoke_matches_its_receipt(smoke):
+  result = receipts.verify(smoke)
+  assert result.ok, result.table()
 
 
 def test_smoke_invariants(smoke):

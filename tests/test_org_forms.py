@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks import org_forms_numpy as reference
-from jaxlab.core import config as config_lib, mesh
+from jaxlab.core import config as config_lib, mesh, receipts, report
 from jaxlab.swarm.org_forms import experiment, grid, model
 from launch import main as launch
 
@@ -116,7 +116,10 @@ def test_smoke_end_to_end(smoke_run, table):
   assert {"figures", "comparisons", "claims"} <= set(summary)
   fig = summary["figures"]["main/modules/coord=0.5/spec=0.5/comm=0.1/cum_revenue"]
   assert set(fig) == {"mean", "sd", "n"} and fig["n"] == 2
-  assert all(c["verdict"] in ("holds", "does not hold") for c in summary["claims"])
+  kinds = {report.verdict_kind(c["verdict"]) for c in summary["claims"]}
+  assert kinds <= set(report.CLAIM_VERDICTS) and "by construction" in kinds
+  for c in summary["claims"]:   # every counted claim carries its interval over the seeds
+    assert c["counted"] == (c["interval"] is not None) and (c["interval"] is None or c["interval"]["n"] == 2)
   for name in ("report.md", "config.json", "runs.npz", "structures.png", "revenue_heatmap.png", "promotion.png"):
     assert (smoke_run / name).is_file(), name
   with np.load(smoke_run / "runs.npz") as data:
@@ -124,6 +127,20 @@ def test_smoke_end_to_end(smoke_run, table):
   before = (smoke_run / "summary.json").read_bytes()
   assert launch.main(["report", str(smoke_run)]) == 0
   assert (smoke_run / "summary.json").read_bytes() == before
+
+
+def test_smoke_matches_its_receipt(smoke_run):
+  result = receipts.verify(smoke_run)
+  assert result.ok, result.table()
+
+
+def test_shares_the_report_cannot_read_are_a_config_error():
+  with pytest.raises(config_lib.ConfigError, match=r"slice\.spec_share: must be one of grid\.spec_shares \(0\.75,\)"):
+    config_lib.load(SMOKE, ["--config.grid.coord_shares=(0.7,)", "--config.grid.spec_shares=(0.75,)"],
+                    validate=experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"promotion\.cells: the cell .* leaves 3 makers"):
+    config_lib.load(SMOKE, ["--config.promotion.cells=((0.9, 0.5, 0.04), (0.125, 0.5, 0.1))"],
+                    validate=experiment.validate)
 
 
 def test_sharded_equals_unsharded(smoke_run, config, table):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from benchmarks import proactive_memory as bench
-from jaxlab.core import results
+from jaxlab.core import receipts, report, results
 from jaxlab.core.config import ConfigError, load
 from jaxlab.memory.proactive import experiment, grid, records, sim, value
 from launch.main import main
@@ -60,8 +60,17 @@ def test_smoke_end_to_end(smoke_dir, setup):
   fig = summary["figures"]["heldout/full/spam_per_day"]
   assert set(fig) == {"mean", "sd", "n"} and fig["n"] == config.heldout_days
   assert {c["figure"] for c in summary["comparisons"]} >= {"planted/full/precision", "heldout/no_osc/recall"}
-  assert all(c["verdict"] in ("holds", "does not hold") for c in summary["claims"])
+  planted = [c for c in summary["claims"] if "(planted day)" in c["claim"]]
+  assert planted and all(c["verdict"].endswith("not resolved at n=1") for c in planted)   # one day
+  held = [c for c in summary["claims"] if "(held-out days)" in c["claim"]]
+  assert held and all(c["interval"]["n"] > 1 and c["interval"]["ci"] is not None for c in held)
+  assert all(c["method"] == report.ROUNDING for c in summary["comparisons"])   # the published table is one day
   assert all(np.isfinite(res[m]).all() for m in ("emits", "reward", "spam_per_day"))
+
+
+def test_smoke_matches_its_receipt(smoke_dir):
+  result = receipts.verify(smoke_dir)
+  assert result.ok, result.table()
 
 
 def test_deterministic(smoke_dir, tmp_path):

@@ -3,13 +3,18 @@
 Ratios with no denominator (precision on a day with no emits, time-to-useful on a day with no hit
 window) are NaN per run and left out of that figure, so a figure's n can be below the day count.
 Paired differences use the days where both policies have a value.
+
+Claims are graded on a margin that is positive on the published side with a 95% bootstrap
+interval over held-out days, paired day by day (every policy meets the same days). The planted
+day is one day: its claims keep their direction but cannot be resolved (n = 1). Claims the model
+guarantees are marked `by_construction`, with the reason.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from jaxlab.core import report, stats
+from jaxlab.core import margins, report, results, stats
 from jaxlab.memory.proactive import grid, published, records
 
 REPORTED = ("precision", "recall", "accept_rate", "spam_per_day", "quiet_violations", "ttu_h",
@@ -17,19 +22,14 @@ REPORTED = ("precision", "recall", "accept_rate", "spam_per_day", "quiet_violati
 PAIRS = (("full", "no_osc"), ("learned", "full"), ("learned", "no_osc"))
 
 
-class Runs:
-  """Selects runs by policy and split; rows come back ordered by seed, so policies pair up."""
+class Runs(results.Runs):
+  """Runs of one policy and split (`runs.values("precision", "full", "heldout")`), in seed order."""
 
-  def __init__(self, config, table, results):
-    self.config, self.table, self.results = config, table, results
-
-  def index(self, policy, split):
-    mask = (self.table["policy"] == grid.POLICIES.index(policy)) & (self.table["split"] == grid.SPLITS.index(split))
-    idx = np.nonzero(mask)[0]
-    return idx[np.argsort(self.table["seed"][idx], kind="stable")]
+  keys = ("policy", "split")
+  names = {"policy": grid.POLICIES, "split": grid.SPLITS}
 
   def values(self, metric, policy, split):
-    return np.asarray(self.results[metric][self.index(policy, split)], np.float64)
+    return np.asarray(super().values(metric, policy, split), np.float64)
 
   def paired(self, metric, a, b, split):
     x, y = self.values(metric, a, split), self.values(metric, b, split)
@@ -55,26 +55,32 @@ def figures(runs: Runs) -> dict:
 
 
 def comparisons(figs: dict) -> list[dict]:
-  """The published single-day table beside our planted day (n = 1) and our held-out days."""
-  rows = []
-  for policy, table in published.FIGURES.items():
-    for split in ("planted", "heldout"):
-      for metric, value in table.items():
-        ours = figs[f"{split}/{policy}/{metric}"]
-        if ours["mean"] is not None:
-          rows.append(report.compare(f"{split}/{policy}/{metric}", (value, None), ours))
-  return rows
+  """The published single-day table beside our planted day and our held-out days. The published
+  figures are one day (n = 1) printed without a spread, so only their rounding grades them."""
+  table = {f"{split}/{policy}/{metric}": (value, None, 1) for policy, metrics in published.FIGURES.items()
+           for split in ("planted", "heldout") for metric, value in metrics.items()}
+  return results.comparisons({name: p for name, p in table.items() if figs[name]["mean"] is not None}, figs)
 
 
-def _pair_claim(runs, text, metric, a, b, sign, config):
-  """Held-out days: a - b has the stated sign with a 95% paired-bootstrap interval off zero."""
+def _planted(margin: float) -> dict | None:
+  """One day: the margin's sign and no interval (None when the day has no value, e.g. no emits)."""
+  return {"diff": float(margin), "ci": None, "n": 1} if np.isfinite(margin) else None
+
+
+def _pair_claim(runs, text, published_text, metric, a, b, sign):
+  """Held-out days: sign * (a - b) over the days where both policies have a value, paired."""
   x, y = runs.paired(metric, a, b, "heldout")
-  boot = stats.paired_bootstrap(x, y, n_resamples=config.bootstrap, seed=config.seed)
-  lo, hi = boot["ci"]
-  holds = lo > 0 if sign > 0 else hi < 0
-  ours = (f"{np.mean(y):.3g} -> {np.mean(x):.3g}, diff {boot['diff']:+.3g} "
-          f"[{lo:+.3g}, {hi:+.3g}] over {boot['n']} days")
-  return text, ours, holds
+  c = runs.config
+  interval = margins.interval(margins.difference(sign * x, sign * y), len(x), c.bootstrap, c.seed)
+  ours = f"{np.mean(y):.3g} -> {np.mean(x):.3g} over {len(x)} days"
+  return report.claim(text, published_text, ours, interval)
+
+
+def value_bound(config, table) -> float:
+  """The largest value V any memory can reach in this run: I <= 1 (clipped), the envelope <= 1,
+  the revival <= 1 + A, U, C and N at most their peaks, fatigue >= 0."""
+  m = config.model
+  return 1.0 + float(np.max(table["amplitude"])) + m.urgency + m.context + m.novelty
 
 
 def claims(runs: Runs) -> list[dict]:
@@ -88,25 +94,33 @@ def claims(runs: Runs) -> list[dict]:
   for metric, sign, text in steps:
     p_text = f"{pub['no_osc'][metric]} -> {pub['full'][metric]}"
     f, n = planted(metric, "full"), planted(metric, "no_osc")
-    holds = bool(np.isfinite(f) and np.isfinite(n) and sign * (f - n) > 0)
-    out.append(cl(f"{text} (planted day)", p_text, f"{n:.3g} -> {f:.3g}", holds))
-    t, ours, holds = _pair_claim(runs, f"{text} (held-out days)", metric, "full", "no_osc", sign, c)
-    out.append(cl(t, p_text, ours, holds))
-  cap = c.model.daily_cap
+    out.append(cl(f"{text} (planted day)", p_text, f"{n:.3g} -> {f:.3g}", _planted(sign * (f - n))))
+    out.append(_pair_claim(runs, f"{text} (held-out days)", p_text, metric, "full", "no_osc", sign))
+  cap, days = c.model.daily_cap, c.model.horizon_h / 24
   f, n = planted("spam_per_day", "full"), planted("spam_per_day", "no_osc")
+  # Saturated: every day's messages spent; within half a message of the cap over the horizon.
   out.append(cl("Both policies saturate the daily cap (planted day)", f"{cap:g} and {cap:g} per day",
-                f"{f:.3g} and {n:.3g} per day", f == cap and n == cap))
-  means = [np.mean(runs.values("spam_per_day", p, "heldout")) for p in ("full", "no_osc")]
+                f"{f:.3g} and {n:.3g} per day", _planted(min(f, n) - (cap - 0.5 / days))))
+  full, no_osc = runs.paired("spam_per_day", "full", "no_osc", "heldout")
   out.append(cl("Both policies saturate the daily cap (held-out mean at least 95% of it)",
-                f"{cap:g} and {cap:g} per day", " and ".join(f"{m:.3g}" for m in means) + " per day",
-                all(m >= 0.95 * cap for m in means)))
+                f"{cap:g} and {cap:g} per day", f"{full.mean():.3g} and {no_osc.mean():.3g} per day",
+                margins.interval(margins.both(margins.mean_of(full - 0.95 * cap), margins.mean_of(no_osc - 0.95 * cap)),
+                                 len(full), c.bootstrap, c.seed)))
   total = int(np.sum(runs.results["quiet_violations"]))
-  out.append(cl("Quiet hours are never violated", "0", f"{total} in {len(runs.table['seed'])} runs",
-                total == 0))
+  bound, threshold = value_bound(c, runs.table), c.model.theta + c.model.quiet_raise
+  text = "Quiet hours are never violated"
+  ours = f"{total} in {len(runs.table['seed'])} runs"
+  if bound < threshold:
+    out.append(cl(f"{text} (by construction: quiet hours raise theta to {threshold:g}, and no value can exceed "
+                  f"{bound:.3g})", "0", ours, by_construction=True))
+  else:
+    # "Never": no violation on any resampled day, so the margin is half a violation minus the most.
+    v = np.stack([runs.values("quiet_violations", p, "heldout") for p in grid.POLICIES])
+    out.append(cl(text, "0", ours, margins.interval(lambda idx: 0.5 - np.take(v, idx, axis=-1).max(axis=(0, -1)),
+                                                    v.shape[1], c.bootstrap, c.seed)))
   for metric in ("reward", "accept_rate", "precision"):
-    t, ours, holds = _pair_claim(runs, f"Learned oscillation beats hand-set on {metric} (held-out days)",
-                                 metric, "learned", "full", +1, c)
-    out.append(cl(t, "open question", ours, holds))
+    out.append(_pair_claim(runs, f"Learned oscillation beats hand-set on {metric} (held-out days)", "open question",
+                           metric, "learned", "full", +1))
   return out
 
 

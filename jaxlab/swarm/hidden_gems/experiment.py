@@ -7,16 +7,14 @@ import numpy as np
 
 from jaxlab.core import checkpoint, results
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import dataclass_from, require, require_int
+from jaxlab.core.config import (dataclass_from, is_non_negative, is_positive, is_probability, require, require_int,
+                                tuple_of)
+from jaxlab.core.results import label
 from jaxlab.swarm.hidden_gems import analysis, grid, model, plots, published
 
 
-def _prob(v):
-  return isinstance(v, (int, float)) and 0 <= v <= 1
-
-
 def _rate_range(v):
-  return len(v) == 2 and 0 < v[0] <= v[1] < 1
+  return tuple_of(2, is_probability)(v) and 0 < v[0] <= v[1] < 1
 
 
 def validate(config) -> None:
@@ -24,7 +22,7 @@ def validate(config) -> None:
   require_int(config, "seeds", 2, "sd needs two seeds")
   require_int(config, "chunk_size", 1)
   require_int(config, "block", 0, "0: all of a device's runs at once")
-  require(config, "rhos", lambda v: len(v) > 0 and all(map(_prob, v)), "a non-empty tuple of correlations in [0, 1]")
+  require(config, "rhos", tuple_of(None, is_probability), "a non-empty tuple of correlations in [0, 1]")
   require(config, "main_rho", lambda v: any(np.isclose(v, r) for r in config.rhos), "one of config.rhos")
   require_int(config, "model.per_quadrant", 1)
   require_int(config, "model.top", 1)
@@ -36,13 +34,13 @@ def validate(config) -> None:
     require(config, field, lambda v: 0 <= v <= 10_000, "an expected mention count in [0, 10000]")
   for field in ("model.evidence_share", "model.famous_listed", "model.famous_chain", "model.famous_citing",
                 "model.obscure_citing"):
-    require(config, field, _prob, "a probability in [0, 1]")
+    require(config, field, is_probability, "a probability in [0, 1]")
   require(config, "model.good_rate", _rate_range, "(low, high) with 0 < low <= high < 1")
   require(config, "model.mediocre_rate", _rate_range, "(low, high) with 0 < low <= high < 1")
-  require(config, "model.famous_exposure", lambda v: v > 0, "positive")
-  require(config, "model.position_decay", lambda v: v >= 0, "non-negative")
-  require(config, "model.n0", lambda v: v > 0, "positive (the mention threshold N0)")
-  require(config, "model.z", lambda v: v > 0, "positive")
+  require(config, "model.famous_exposure", is_positive, "positive")
+  require(config, "model.position_decay", is_non_negative, "non-negative")
+  require(config, "model.n0", is_positive, "positive (the mention threshold N0)")
+  require(config, "model.z", is_positive, "positive")
 
 
 def constants(config) -> model.Constants:
@@ -63,7 +61,7 @@ def _curve_table(runs, config) -> str:
     prec = [f"{runs.precision(rho, 'independent', r).mean():.3f}" for r in ("raw", "q", "g")]
     rest = [f"{runs.values(m, rho).mean():.3f}" for m in ("condorcet_gain", "single_accuracy",
                                                             "majority_accuracy", "consensus")]
-    rows.append([analysis.label(rho), *prec, *rest])
+    rows.append([label(rho), *prec, *rest])
   return report_lib.markdown_table(
       ["rho", "precision raw", "precision q", "precision g", "Condorcet gain", "one rater correct",
        "majority correct", "c (sealed cohorts)"], rows)
@@ -76,14 +74,14 @@ def report(workdir):
   sections = [
       ("What ran", f"Variant `{config.variant}`: {len(table['seed'])} runs ({config.seeds} seeds x "
                    f"{len(config.rhos)} voter correlations), root seed {config.seed}; published figures are "
-                   f"compared at rho = {analysis.label(config.main_rho)}. Every ± is the sample sd over seeds. "
+                   f"compared at rho = {label(config.main_rho)}. Every ± is the sample sd over seeds. "
                    "The original simulator is not public and the spec leaves its constants open, so ours are "
                    "our own choices (docs/hidden_gems.md), not fitted to the published numbers."),
       ("Constants", "Our choices where the spec leaves the simulation open (why each: docs/hidden_gems.md).\n\n"
                     + report_lib.markdown_table(["constant", "value"], [[f"`model.{name}`", value]
                                                                         for name, value in k.items()])),
       report_lib.comparisons_section(
-          summary["comparisons"], "; the spec gives no spreads, so z uses our seed sd only",
+          summary["comparisons"], "The spec gives no spreads, so z uses our seed sd alone.",
           f"U is the total-variation distance between worlds' choice shares. Under MusicLab's normalization "
           f"(the per-candidate mean absolute share difference) U and delta cannot exceed 2 / K = {bound:.3g} with "
           f"K = {4 * k.per_quadrant} candidates" + (

@@ -1,4 +1,4 @@
-"""The plots issue 3 asks of swarm-hidden-gems.md: precision at 5 by ranking and condition, delta
+"""The plots of swarm-hidden-gems.md: precision at 5 by ranking and condition, delta
 by condition, and the voter-correlation curve (mean +- sample sd over seeds)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import numpy as np
 
 from jaxlab.core import report
 from jaxlab.swarm.hidden_gems import model, published
-from jaxlab.swarm.hidden_gems.analysis import Runs, label
+from jaxlab.core.results import label
+from jaxlab.swarm.hidden_gems.analysis import Runs
 
 
 def _sd(x):
@@ -23,7 +24,8 @@ def precision(runs: Runs, workdir):
     vals = [runs.precision(rho, cond, r) for r in model.RANKINGS]
     ax.bar(x + i * width, [v.mean() for v in vals], width, yerr=[_sd(v) for v in vals], capsize=3, label=cond)
     for j, rank in enumerate(model.RANKINGS):
-      pub = published.FIGURES.get(f"precision/{cond}/{rank}")
+      # Frozen g "stayed at 0.708" under both social conditions: the independent figure again.
+      pub = published.FIGURES.get(f"precision/{'independent' if rank == 'g' else cond}/{rank}")
       if pub:
         ax.plot(x[j] + i * width, pub[0], "k*", ms=9, label="published" if (i, j) == (0, 0) else None)
   ax.set_xticks(x + width, model.RANKINGS)

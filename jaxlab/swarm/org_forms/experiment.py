@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import jax
 
+import numpy as np
+
 from jaxlab.core import checkpoint, results
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import dataclass_from, require, require_int
+from jaxlab.core.config import (ConfigError, dataclass_from, is_non_negative, is_positive, is_probability, require,
+                                require_int, tuple_of)
 from jaxlab.swarm.org_forms import analysis, grid, model, plots
-
-SHARES = ("coord_share", "spec_share", "comm_share")
-
-
-def _share(v):
-  return isinstance(v, (int, float)) and 0 <= v <= 1
 
 
 def _cell(v):
-  return len(v) == 3 and all(map(_share, v)) and v[0] + v[2] <= 1
+  return tuple_of(3, is_probability)(v) and v[0] + v[2] <= 1
+
+
+def _in(values, field):
+  """Predicate: a value of the grid field `field` (its tuple of values)."""
+  return lambda v: any(np.isclose(v, x) for x in values), f"one of {field} {tuple(values)}"
+
+
+def _promotable(config, field, cells):
+  """Every promotion cell must leave at least `model.promote_n` makers to promote."""
+  m = config.model
+  for cell in cells:
+    spec, gen, _, _ = grid.role_counts(*cell, m.n_agents)
+    if spec + gen < m.promote_n:
+      raise ConfigError(field, f"the cell (coord, spec, comm) = {tuple(cell)} leaves {spec + gen} makers of "
+                               f"{m.n_agents}, fewer than model.promote_n = {m.promote_n} to promote")
 
 
 def validate(config) -> None:
@@ -26,7 +38,7 @@ def validate(config) -> None:
   require_int(config, "sweep_seeds", 2)
   require_int(config, "chunk_size", 1)
   require_int(config, "block", 0)
-  require(config, "alpha", lambda v: v >= 0, "a non-negative number")
+  require(config, "alpha", is_non_negative, "a non-negative number")
   require(config, "model.n_agents", lambda v: v >= 2, "at least 2")
   require(config, "model.n_blocks", lambda v: v >= 1 and m.n_agents % v == 0, "a divisor of model.n_agents")
   require(config, "model.n_domains", lambda v: v >= 2, "at least 2")
@@ -34,15 +46,14 @@ def validate(config) -> None:
   require(config, "model.promote_t", lambda v: 0 < v < m.periods, "inside (0, model.periods)")
   require(config, "model.prize_window", lambda v: 0 < v <= m.promote_t, "in [1, model.promote_t]")
   require(config, "model.promote_n", lambda v: 0 <= v <= m.n_agents, "in [0, model.n_agents]")
-  require(config, "model.sigma", lambda v: v >= 0, "a non-negative number")
-  require(config, "model.task_sparse_prob", _share, "a probability")
-  require(config, "model.task_concentration", lambda v: v > 0, "positive")
-  require(config, "model.specialist_main", lambda v: v > 0, "positive")
-  require(config, "model.specialist_other", lambda v: v > 0, "positive")
+  require(config, "model.sigma", is_non_negative, "a non-negative number")
+  require(config, "model.task_sparse_prob", is_probability, "a probability")
+  for field in ("model.task_concentration", "model.specialist_main", "model.specialist_other"):
+    require(config, field, is_positive, "positive")
   require(config, "grid.structures", lambda v: len(v) > 0 and set(v) <= set(model.STRUCTURES),
           f"a non-empty tuple from {model.STRUCTURES}")
   for field in ("grid.coord_shares", "grid.spec_shares", "grid.comm_shares"):
-    require(config, field, lambda v: len(v) > 0 and all(map(_share, v)), "a non-empty tuple of shares in [0, 1]")
+    require(config, field, tuple_of(None, is_probability), "a non-empty tuple of shares in [0, 1]")
   require(config, "grid.comm_shares", lambda v: max(v) + max(config.grid.coord_shares) <= 1,
           "such that coordinator + communicator shares stay <= 1")
   require(config, "promotion.cells", lambda v: len(v) > 0 and all(map(_cell, v)),
@@ -55,7 +66,13 @@ def validate(config) -> None:
   require(config, "beta1_sweep.cell", _cell, "a (coord, spec, comm) share triple")
   for field in ("alpha_gamma.spec_share", "alpha_gamma.comm_share", "graicunas.spec_share",
                 "graicunas.comm_share", "slice.spec_share", "slice.comm_share"):
-    require(config, field, _share, "a share in [0, 1]")
+    require(config, field, is_probability, "a share in [0, 1]")
+  # The report's slice is a line through the main grid: its shares must be grid values.
+  g = config.grid
+  require(config, "slice.spec_share", *_in(g.spec_shares, "grid.spec_shares"))
+  require(config, "slice.comm_share", *_in(g.comm_shares, "grid.comm_shares"))
+  _promotable(config, "promotion.cells", config.promotion.cells)
+  _promotable(config, "beta1_sweep.cell", [config.beta1_sweep.cell])
 
 
 def constants(config) -> model.Constants:

@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from jaxlab.core import report
-from jaxlab.swarm.org_forms.analysis import Runs, cell_name, label
+from jaxlab.core.results import label
+from jaxlab.swarm.org_forms.analysis import Runs, cell_name
 
 
 def _line(ax, x, runs, metric, study, name=None, **labels):

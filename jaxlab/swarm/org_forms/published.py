@@ -24,6 +24,8 @@ FIGURES = {
     f"main/flat/coord=0.5/{SLICE}/mean_effort": ("0.9714", "1.7608e-03", MAIN),
     f"main/flat/coord=0/{SLICE}/mean_coord_loss": ("0.6311", "1.1292e-16", MAIN),
     f"main/flat/coord=0.5/{SLICE}/mean_coord_loss": ("0.6090", "3.2049e-04", MAIN),
+    # The largest within-run median idle share over all 2,700 main-grid runs (no spread: one maximum).
+    "main/max_idle_median": ("0.2500", None, None),
     # The modules grid's winners.
     "main/modules/coord=0.5/spec=0.75/comm=0.1/cum_revenue": ("113.8151", "12.0336", MAIN),
     "main/modules/coord=0.5/spec=0.75/comm=0.1/cum_discovery": ("8.8004", "3.8421", MAIN),
