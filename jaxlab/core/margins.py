@@ -68,14 +68,8 @@ def peak(cells, at: int) -> Margin:
 
 
 def trough(cells, at: int) -> Margin:
-  cells = _cells(cells)
-  if cells.shape[0] < 2:
-    raise ValueError("a trough needs at least two cells")
-
-  def margin(idx):
-    m = means(cells, idx)
-    return np.delete(m, at, axis=0).min(0) - m[at]
-  return margin
+  """The worst other cell's mean minus the mean at `at`: a peak of the negated cells."""
+  return peak(-_cells(cells), at)
 
 
 def every(cells) -> Margin:
