@@ -68,8 +68,9 @@ def _refuse(workdir: Path, previous: dict, config) -> int:
   a, b = config_lib.fields(previous), config_lib.fields(config)
   shown = ", ".join(f"{f} ({a.get(f)!r} there, {b.get(f)!r} now)" for f in differ[:3])
   more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
-  return _error(f"{workdir} holds another run ({previous.get('experiment')}:{previous.get('variant')}, differing "
-                f"in {shown}{more}); use a new --workdir, or delete that one to start over")
+  what = f", differing in {shown}{more}" if differ else " with the same config but checkpoints of other code"
+  return _error(f"{workdir} holds another run ({previous.get('experiment')}:{previous.get('variant')}{what}); "
+                "use a new --workdir, or delete that one to start over")
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -98,21 +99,26 @@ def _run(spec: str, overrides, workdir: Path, distributed=None) -> int:
     mesh.initialize_distributed(*distributed)
   import jax
 
-  # A workdir holds one run: another run's config (and its checkpoints) is refused, not overwritten.
+  # A workdir holds one run. Another experiment's is refused before anything is written; for the
+  # same experiment the checkpoints' fingerprint decides (fields such as a stop-after count may
+  # change between a run and its resumption), and a refused run leaves config.json as it was.
   path = workdir / "config.json"
-  previous = json.loads(path.read_text()) if path.is_file() else None
-  if previous is not None and config_lib.differences(previous, config):
-    return _refuse(workdir, previous, config)
+  previous = path.read_text() if path.is_file() else None
+  if previous is not None and json.loads(previous).get("experiment") != config.experiment:
+    return _refuse(workdir, json.loads(previous), config)
   workdir.mkdir(parents=True, exist_ok=True)
   if jax.process_index() == 0:
     _write_atomically(path, json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
   try:
-    path = experiments.get(config.experiment).run(config, workdir)
+    report = experiments.get(config.experiment).run(config, workdir)
   except train.CheckpointMismatch:
+    if previous is not None and jax.process_index() == 0:
+      _write_atomically(workdir / "config.json", previous)
+      return _refuse(workdir, json.loads(previous), config)
     return _error(f"{workdir} holds checkpoints of another run (a different config, experiment or code "
                   "version); use a new --workdir, or delete its checkpoints to start over")
   if jax.process_index() == 0:
-    print(f"report: {path}")
+    print(f"report: {report}")
   return 0
 
 

@@ -131,3 +131,13 @@ def test_checkpoints_of_another_sweep_are_refused_in_one_line(tmp_path, capsys):
   assert launch.main(["run", "configs/hidden_gems.py:smoke", "--workdir", str(tmp_path)]) == 2
   err = capsys.readouterr().err.strip()
   assert err.count("\n") == 0 and f"{tmp_path} holds checkpoints of another run" in err
+
+
+def test_a_changed_config_on_a_workdirs_checkpoints_is_refused_and_config_json_kept(copy, capsys):
+  with train.Checkpoints(copy / "checkpoints", "the-first-run") as first:
+    first.save(0, {"x": np.zeros(3)}, chunk=1)
+  before = (copy / "config.json").read_text()
+  assert launch.main(["run", "configs/hidden_gems.py:smoke", "--workdir", str(copy), "--config.seeds=4"]) == 2
+  err = capsys.readouterr().err.strip()
+  assert err.count("\n") == 0 and "differing in seeds (3 there, 4 now)" in err
+  assert (copy / "config.json").read_text() == before
