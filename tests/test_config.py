@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,21 @@ def test_bad_value_in_a_variant_names_that_variants_line(tmp_path):
 def test_unknown_variant_lists_the_known_ones():
   with pytest.raises(config_lib.ConfigError, match=r"unknown variant 'huge'.*'repro', 'smoke'"):
     config_lib.load("configs/org_forms.py:huge")
+
+
+def test_shared_predicates_reject_booleans_and_wrong_shapes():
+  assert config_lib.is_positive(0.5) and not config_lib.is_positive(True) and not config_lib.is_positive(0)
+  assert config_lib.is_non_negative(0) and not config_lib.is_non_negative(-1e-9)
+  assert config_lib.is_probability(1) and not config_lib.is_probability(1.01) and not config_lib.is_probability("0.5")
+  assert config_lib.int_at_least(2)(2) and not config_lib.int_at_least(2)(2.0) and not config_lib.int_at_least(0)(False)
+  assert config_lib.tuple_of(2, config_lib.is_probability)((0.1, 0.9))
+  assert not config_lib.tuple_of(2, config_lib.is_probability)((0.1,))
+  assert config_lib.tuple_of(None, config_lib.is_positive)([1, 2, 3]) and not config_lib.tuple_of(None, config_lib.is_positive)(())
+
+
+def test_differences_read_config_json_as_written():
+  smoke = config_lib.load("configs/org_forms.py:smoke", validate=_validate)
+  written = json.loads(json.dumps(smoke.to_dict()))       # tuples come back as lists
+  assert config_lib.differences(written, smoke) == []
+  repro = config_lib.load("configs/org_forms.py:repro", validate=_validate)
+  assert config_lib.differences(written, repro) == ["block", "chunk_size", "seeds", "sweep_seeds", "variant"]
