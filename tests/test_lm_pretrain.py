@@ -9,7 +9,8 @@ import pytest
 from flax import nnx
 
 from jaxlab.core import config as config_lib
-from jaxlab.data import long_doc_qa
+
+from jaxlab.data import long_doc_qa, squad
 from jaxlab.lm import checkpoint_io, pretrain, pretrain_data, pretrain_eval
 from jaxlab.lm.qwen3 import forward
 from jaxlab.lm.tokenizer import load_tokenizer
@@ -97,8 +98,8 @@ def test_window_questions_are_answered_inside_their_window():
 
 
 def test_normalize_is_squad_style():
-  assert pretrain_eval.normalize("The  Stonegate Grove.") == pretrain_eval.normalize("stonegate grove")
-  assert pretrain_eval.normalize("1856") != pretrain_eval.normalize("1857")
+  assert squad.normalize("The  Stonegate Grove.") == squad.normalize("stonegate grove")
+  assert squad.normalize("1856") != squad.normalize("1857")
 
 
 def test_jaxlab_run_smoke_end_to_end(tmp_path):
