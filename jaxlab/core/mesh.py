@@ -184,6 +184,21 @@ def constrain(x, *names, rules=None):
   return jax.lax.with_sharding_constraint(x, fitted_spec(names, x.shape, dict(mesh.shape), rules))
 
 
+def constrain_state(tree, rules=None):
+  """Every NNX variable in `tree` constrained to its logical sharding (as `logical_sharding` lays
+  it out), under the mesh set by `jax.set_mesh`: a jitted update step returns parameters and
+  optimizer state laid out exactly as they came in, so the next step neither reshards nor
+  recompiles. Other leaves are left to XLA."""
+  from flax import nnx
+
+  def one(x):
+    if isinstance(x, nnx.Variable):
+      return x.replace(constrain(x[...], *logical_names(x), rules=rules))
+    return x
+
+  return jax.tree.map(one, tree, is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
 def shard_batch(tree, mesh: Mesh, rules=None):
   """Host NumPy rows (identical on every process) -> global arrays on a training mesh, the leading
   axis split by the `batch` rule (data x fsdp); each process supplies only its own devices' rows."""
