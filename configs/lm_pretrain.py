@@ -2,8 +2,10 @@
 
   jaxlab run configs/lm_pretrain.py:smoke --workdir checkpoints/lm_pretrain_smoke   # seconds
   jaxlab run configs/lm_pretrain.py:cpu --workdir checkpoints/lm_pretrain_cpu       # the 2-core recipe
-  jaxlab run configs/lm_pretrain.py:gpu --workdir checkpoints/lm_pretrain_gpu       # an accelerator
+  jaxlab run configs/lm_pretrain.py:gpu --workdir checkpoints/lm_pretrain_gpu       # accelerators (FSDP)
   jaxlab run configs/lm_pretrain.py:cpu --workdir DIR --config.stop_after=500       # a job time limit
+  srun jaxlab run configs/lm_pretrain.py:gpu --workdir /shared/DIR --distributed    # several hosts:
+                                                               # launch/slurm_example.sh, docs/scaling.md
 
 A run resumes from the Orbax checkpoint in its workdir. It exports the model to DIR/hf (config.json,
 model.safetensors, tokenizer.json) and writes in-window exact match on held-out questions
@@ -25,7 +27,10 @@ def cpu():
   c.experiment = "lm_pretrain"
   c.seed = 0
   c.steps = 6000
-  c.batch_size = 16              # a multiple of the device count: rows are sharded over the mesh
+  c.batch_size = 16              # a multiple of data x fsdp: rows are split over them
+  # The training mesh (jaxlab.core.mesh.training_mesh; -1: the devices left). Data parallel here,
+  # as the committed model was trained: params and optimizer state replicated, rows split.
+  c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   c.checkpoint_every = 250
   c.log_every = 25
   c.stop_after = 0               # end this call after so many steps (0: run to the end)
@@ -39,7 +44,8 @@ def cpu():
       questions_per_window=6, context_loss_weight=0.3, distractor_ratio=0.5))
   c.model = ml_collections.ConfigDict(dict(
       hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4,
-      num_key_value_heads=2, head_dim=32, rope_theta=10000.0, tie_word_embeddings=True))
+      num_key_value_heads=2, head_dim=32, rope_theta=10000.0, tie_word_embeddings=True,
+      remat="none"))   # "full" or "dots": recompute each layer in the backward pass (jax.checkpoint_policies)
   c.eval = ml_collections.ConfigDict(dict(
       window_tokens=96, num_questions=400, num_during=100, every=500, batch_size=50, max_new_tokens=8))
   return c
@@ -50,6 +56,8 @@ def gpu():
   c.steps = 6000
   c.batch_size = 64
   c.checkpoint_every = 500
+  # FSDP over every device of every host: each holds 1/N of every matrix and of its Adam moments.
+  c.mesh.update(dict(data=1, fsdp=-1, tensor=1))
   c.data.num_train = 120_000
   c.model.update(dict(hidden_size=256, intermediate_size=768, num_hidden_layers=6, num_attention_heads=8,
                       num_key_value_heads=4))

@@ -1,18 +1,22 @@
 """jaxlab.lm against Hugging Face transformers (PyTorch, CPU) on tiny random Qwen3 models."""
 
 import json
+import re
 import shutil
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 import torch
 import transformers
+from flax import nnx
+from jax.sharding import PartitionSpec as P
 
-from jaxlab.lm import checkpoint_io, tokenizer
+from jaxlab.lm import checkpoint_io, qwen3, tokenizer
 from jaxlab.lm.generate import generate, penalize_repeats
-from jaxlab.lm.qwen3 import forward
+from jaxlab.lm.qwen3 import add_lora, forward
 
 PAD = 5  # every prompt starts with this token: see _prompts
 
@@ -143,17 +147,23 @@ def test_sampling_narrowed_to_one_token_is_greedy(tied):
   assert (np.asarray(hot) != greedy).any()
 
 
-def test_bf16_load_is_replicated_on_the_mesh_and_close(tied):
-  _, model, folder = tied
-  half = checkpoint_io.load(folder, dtype=jnp.bfloat16)
-  weight = half.model.layers[0].self_attn.q_proj.kernel[...]
-  assert weight.dtype == jnp.bfloat16 and weight.sharding.is_fully_replicated
-  assert len(weight.sharding.device_set) == jax.device_count()
+def test_sharded_load_keeps_the_checkpoint_dtype_and_places_slices(tied, tmp_path):
+  hf, model, folder = tied
+  hf.to(torch.bfloat16).save_pretrained(tmp_path)
+  hf.to(torch.float32)
+  half = checkpoint_io.load(tmp_path)   # no dtype given: the file's bf16 stays bf16
+  weight = half.model.layers.self_attn.q_proj.kernel[...]
+  assert weight.dtype == jnp.bfloat16 and model.dtype == jnp.float32
+  # FSDP over all 8 devices by default: each device holds 1/8 of the matrix.
+  assert weight.sharding.spec == P(None, "fsdp", "tensor") and not weight.sharding.is_fully_replicated
+  assert weight.addressable_shards[0].data.shape == (2, 8, 64)
   ids, mask = _prompts()
   full, _ = forward(model, jnp.asarray(ids), jnp.asarray(mask))
   low, _ = forward(half, jnp.asarray(ids), jnp.asarray(mask))
   real = mask.astype(bool)
   np.testing.assert_allclose(np.asarray(low, np.float32)[real], np.asarray(full)[real], atol=0.3)
+  converted = checkpoint_io.load(tmp_path, dtype=jnp.float32)
+  assert converted.model.layers.self_attn.q_proj.kernel[...].dtype == jnp.float32
 
 
 def _copy_config(src, dst, **changes):
@@ -177,6 +187,102 @@ def test_clear_errors(tied, tmp_path):
     shutil.copy(f, tmp_path / "wide")
   with pytest.raises(ValueError, match=r"tensor \S+ has shape \(128, 64\) but the config needs \(130, 64\)"):
     checkpoint_io.load(tmp_path / "wide")
+
+
+def _folder_with(folder, dst, safetensors: bytes | None = None, config: str | None = None):
+  dst.mkdir()
+  (dst / "config.json").write_text(config if config is not None else (folder / "config.json").read_text())
+  (dst / "model.safetensors").write_bytes(
+      safetensors if safetensors is not None else (folder / "model.safetensors").read_bytes())
+  return dst
+
+
+@pytest.mark.parametrize("case, problem", [
+    ("empty", "the file is empty"),
+    ("cut_in_header", "ends inside its header"),
+    ("truncated", "truncated"),
+])
+def test_sharded_load_names_a_damaged_safetensors_file(tied, tmp_path, case, problem):
+  _, _, folder = tied
+  data = (folder / "model.safetensors").read_bytes()
+  damaged = {"empty": b"", "cut_in_header": data[:40], "truncated": data[:-100]}[case]
+  bad = _folder_with(folder, tmp_path / case, safetensors=damaged)
+  with pytest.raises(ValueError, match=re.escape(str(bad / "model.safetensors")) + ": .*" + problem):
+    checkpoint_io.load(bad)
+
+
+@pytest.mark.parametrize("case, problem", [
+    ("not_json", "not valid JSON"),
+    ("missing_keys", "missing required field.*hidden_size.*num_hidden_layers"),
+])
+def test_sharded_load_names_an_invalid_config(tied, tmp_path, case, problem):
+  _, _, folder = tied
+  hf = json.loads((folder / "config.json").read_text())
+  text = {"not_json": (folder / "config.json").read_text()[:-20],
+          "missing_keys": json.dumps({k: v for k, v in hf.items() if k not in ("hidden_size", "num_hidden_layers")})}
+  bad = _folder_with(folder, tmp_path / case, config=text[case])
+  with pytest.raises(ValueError, match=re.escape(str(bad / "config.json")) + ": " + problem):
+    checkpoint_io.load(bad)
+
+
+def test_generation_stops_at_the_checkpoints_eos_ids_by_default(tied, tmp_path):
+  hf, model, folder = tied
+  ids, mask = _prompts()
+  free = np.asarray(generate(model, ids, mask, max_new_tokens=20, pad_id=PAD))
+  # Two EOS ids, as a list in generation_config.json (which Hugging Face prefers to config.json).
+  eos = [int(free[0, 5]), int(free[1, 9])]
+  stopping = tmp_path / "eos"
+  stopping.mkdir()
+  for f in folder.iterdir():
+    shutil.copy(f, stopping)
+  (stopping / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))
+  with_eos = checkpoint_io.load(stopping)
+  assert with_eos.cfg.eos_token_ids == tuple(eos)
+  ours = np.asarray(generate(with_eos, ids, mask, max_new_tokens=20, pad_id=PAD))
+  expected = hf.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=20,
+                         do_sample=False, pad_token_id=PAD, eos_token_id=eos)[:, ids.shape[1]:].numpy()
+  np.testing.assert_array_equal(ours[:, :expected.shape[1]], expected)
+  assert (ours[0, 6:] == PAD).all() and (ours[:, expected.shape[1]:] == PAD).all()
+  # eos_id=() switches stopping off.
+  np.testing.assert_array_equal(np.asarray(generate(with_eos, ids, mask, max_new_tokens=20, pad_id=PAD, eos_id=())),
+                                free)
+
+
+def test_generation_refuses_right_padding_and_sampling_without_a_key(tied):
+  _, model, _ = tied
+  ids, mask = _prompts()
+  right = np.stack([np.roll(m, -int((~m.astype(bool)).sum())) for m in mask])
+  with pytest.raises(ValueError, match=r"rows \[1, 2\] end in padding.*left padded"):
+    generate(model, ids, right, max_new_tokens=4)
+  with pytest.raises(ValueError, match="needs an explicit key"):
+    generate(model, ids, mask, max_new_tokens=4, greedy=False)
+
+
+def test_lora_starts_at_the_base_model_and_trains_apart_from_it(tied):
+  _, _, folder = tied
+  model = checkpoint_io.load(folder)
+  ids, mask = jnp.asarray(_prompts()[0]), jnp.asarray(_prompts()[1])
+  base, _ = forward(model, ids, mask)
+  add_lora(model, 4, jax.random.key(0))
+  lora_a = model.model.layers.self_attn.lora.q_proj.lora_a
+  assert isinstance(lora_a, nnx.LoRAParam) and lora_a.shape == (2, 64, 4)   # stacked over the 2 layers
+  np.testing.assert_array_equal(forward(model, ids, mask)[0], base)          # B starts at zero
+  graphdef, adapters, rest = nnx.split(model, nnx.LoRAParam, ...)
+  frozen = [np.asarray(x) for x in jax.tree.leaves(rest)]
+
+  @jax.jit
+  def grads(adapters, rest):
+    def loss(adapters):
+      logits, _ = nnx.merge(graphdef, adapters, rest)(ids, mask)
+      return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits[:, :-1], ids[:, 1:]))
+    return jax.grad(loss)(adapters)
+
+  adapters = jax.tree.map(lambda p, g: p - 0.5 * g, adapters, grads(adapters, rest))
+  nnx.update(model, adapters)
+  for a, b in zip(jax.tree.leaves(nnx.state(model, qwen3.BASE)), frozen, strict=True):
+    np.testing.assert_array_equal(np.asarray(a), b)
+  assert np.abs(np.asarray(forward(model, ids, mask)[0]) - np.asarray(base)).max() > 1e-3
+  np.testing.assert_array_equal(forward(model, ids, mask, lora=False)[0], base)   # the same object, no adapters
 
 
 def test_tokenizer_left_pads_and_cuts_at_eos(tmp_path):

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from jaxlab.core import config as config_lib
-from jaxlab.data import long_doc_qa
+from jaxlab.core import config as config_lib, train as train_lib
+from jaxlab.data import long_doc_qa, squad
 from jaxlab.lm import checkpoint_io, pretrain, pretrain_data, pretrain_eval
 from jaxlab.lm.qwen3 import forward
-from jaxlab.lm.tokenizer import load_tokenizer
+from jaxlab.lm.generate import generate
+from jaxlab.lm.tokenizer import encode_batch, load_tokenizer
 from launch import main as launch
 
 SMOKE = "configs/lm_pretrain.py:smoke"
@@ -46,7 +47,7 @@ def test_resume_from_checkpoint_is_bit_identical(trained, tmp_path):
 
 def test_another_config_in_the_same_workdir_is_refused(tmp_path):
   pretrain.train(smoke("--config.stop_after=1", "--config.checkpoint_every=1"), tmp_path)
-  with pytest.raises(RuntimeError, match="checkpoints of another training run"):
+  with pytest.raises(train_lib.CheckpointMismatch, match="checkpoints of another run"):
     pretrain.train(smoke("--config.optim.learning_rate=0.5"), tmp_path)
 
 
@@ -67,6 +68,21 @@ def test_export_loads_back_with_the_same_logits(trained, tmp_path):
   want, _ = forward(trained.model, ids, mask)
   got, _ = forward(loaded, ids, mask)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
+
+
+def test_shipped_base_model_loads_and_answers_as_when_it_was_trained():
+  """models/lm_base was trained and exported before the layers were scanned and sharded: its
+  safetensors file is the interface. Its answers (and EOS, from its config.json) are pinned."""
+  folder = "models/lm_base"
+  model, tokenizer = checkpoint_io.load(folder), load_tokenizer(folder)
+  context = "Mara Okafor lives in Alder Falls . Helix Labs was founded in 1977 ."
+  texts = [pretrain_data.prompt(context, q) for q in ["Where does Mara Okafor live?", "When was Helix Labs founded?"]]
+  ids, mask = encode_batch(tokenizer, texts, pretrain_data.PAD)
+  out = generate(model, ids, mask, max_new_tokens=8, pad_id=pretrain_data.PAD)
+  np.testing.assert_array_equal(out, [[399, 91, 1, 0, 0, 0, 0, 0], [332, 102, 1, 0, 0, 0, 0, 0]])
+  logits, _ = forward(model, ids, mask)
+  np.testing.assert_allclose(np.asarray(logits)[:, -1, :3], [[-0.26201314, 4.4305158, -0.25653595],
+                                                            [-4.1019406, 1.6297494, -4.0986776]], atol=1e-4)
 
 
 def test_rows_flag_answers_and_keep_whole_pairs():
@@ -97,8 +113,8 @@ def test_window_questions_are_answered_inside_their_window():
 
 
 def test_normalize_is_squad_style():
-  assert pretrain_eval.normalize("The  Stonegate Grove.") == pretrain_eval.normalize("stonegate grove")
-  assert pretrain_eval.normalize("1856") != pretrain_eval.normalize("1857")
+  assert squad.normalize("The  Stonegate Grove.") == squad.normalize("stonegate grove")
+  assert squad.normalize("1856") != squad.normalize("1857")
 
 
 def test_jaxlab_run_smoke_end_to_end(tmp_path):

@@ -70,13 +70,17 @@ def initialize_distributed(coordinator: str | None = None, num_processes: int | 
                              process_id=process_id)
 
 
-def make_mesh() -> Mesh:
-  """A 1-D mesh over every device of every process, axis name `runs`."""
+def make_mesh(auto: bool = False) -> Mesh:
+  """A 1-D mesh over every device of every process, axis name `runs`. `auto=True` gives it an Auto
+  axis: with an Explicit one (`jax.make_mesh`'s default) the mesh becomes part of the type of every
+  array it meets, so every input of a model placed on it would have to carry it too."""
+  if auto:
+    return jax.make_mesh((jax.device_count(),), (AXIS,), axis_types=(AxisType.Auto,))
   return jax.make_mesh((jax.device_count(),), (AXIS,))
 
 
-def training_mesh(spec=None) -> Mesh:
-  """A (data, fsdp, tensor) mesh over every device of every process.
+def training_mesh(spec=None, devices=None) -> Mesh:
+  """A (data, fsdp, tensor) mesh over every device of every process (or over `devices`).
 
   `spec` is a config block (or dict) with integer fields `data`, `fsdp`, `tensor`; one of them may
   be -1 for whatever the others leave; None puts every device on fsdp. The product must equal the
@@ -87,7 +91,7 @@ def training_mesh(spec=None) -> Mesh:
   if names:
     raise ValueError(f"mesh: unknown axes {sorted(names)}; the axes are {TRAINING_AXES}")
   sizes = [int(spec.get(a, 1)) for a in TRAINING_AXES]
-  n = jax.device_count()
+  n = jax.device_count() if devices is None else len(devices)
   if sizes.count(-1) > 1 or any(s == 0 or s < -1 for s in sizes):
     raise ValueError(f"mesh: sizes must be positive, with at most one -1, got {dict(zip(TRAINING_AXES, sizes))}")
   known = int(np.prod([s for s in sizes if s != -1]))
@@ -97,7 +101,7 @@ def training_mesh(spec=None) -> Mesh:
     sizes[sizes.index(-1)] = n // known
   if int(np.prod(sizes)) != n:
     raise ValueError(f"mesh: data x fsdp x tensor = {int(np.prod(sizes))}, but there are {n} devices")
-  return jax.make_mesh(tuple(sizes), TRAINING_AXES, axis_types=(AxisType.Auto,) * 3)
+  return jax.make_mesh(tuple(sizes), TRAINING_AXES, axis_types=(AxisType.Auto,) * 3, devices=devices)
 
 
 def spec_of(names, rules=None) -> P:
@@ -115,23 +119,39 @@ def spec_of(names, rules=None) -> P:
   return P(*out)
 
 
+def fitted_spec(names, shape, mesh_shape, rules=None) -> P:
+  """`spec_of(names)` for an array of `shape` on a mesh of `mesh_shape` (axis name -> size): mesh
+  axes the mesh lacks, and axes whose size does not divide the dimension, are left out (the
+  dimension is replicated over them) rather than failing, so tiny test models and odd batch sizes
+  run on any mesh, and a model placed on a mesh without these axes is replicated."""
+  spec = list(spec_of(names, rules))[:len(shape)]
+  spec += [None] * (len(shape) - len(spec))
+  for i, axes in enumerate(spec):
+    kept, size = [], 1
+    for a in ((axes,) if isinstance(axes, str) else tuple(axes or ())):
+      if a in mesh_shape and shape[i] % (size * mesh_shape[a]) == 0:
+        kept.append(a)
+        size *= mesh_shape[a]
+    spec[i] = None if not kept else kept[0] if len(kept) == 1 else tuple(kept)
+  return P(*spec)
+
+
+def logical_names(var) -> tuple:
+  """The logical axis names of an NNX variable (its `out_sharding` metadata), or ()."""
+  meta = var.get_metadata() if hasattr(var, "get_metadata") else {}
+  return tuple(meta.get("out_sharding") or meta.get("sharding_names") or ())
+
+
 def logical_sharding(abstract_state, mesh: Mesh, rules=None):
-  """NamedShardings for an abstract NNX state whose variables carry `sharding_names` metadata
-  (variables without names are replicated). Axes whose size does not divide the dimension stay
-  unsharded rather than failing, so tiny test models run on any mesh."""
+  """NamedShardings for an (abstract) NNX state whose variables carry logical axis names as
+  `out_sharding` metadata (`nnx.with_partitioning`, or `kernel_metadata={"out_sharding": ...}`);
+  variables without names, and other leaves, are replicated. See `fitted_spec` for axes that do
+  not fit."""
   from flax import nnx
 
   def one(var):
-    meta = var.get_metadata() if hasattr(var, "get_metadata") else {}
-    names = meta.get("out_sharding") or meta.get("sharding_names") or ()
     shape = var.shape if hasattr(var, "shape") else var[...].shape
-    spec = list(spec_of(names, rules)) + [None] * (len(shape) - len(names))
-    for i, axes in enumerate(spec):
-      if axes is not None:
-        size = int(np.prod([mesh.shape[a] for a in ((axes,) if isinstance(axes, str) else axes)]))
-        if shape[i] % size:
-          spec[i] = None
-    return NamedSharding(mesh, P(*spec))
+    return NamedSharding(mesh, fitted_spec(logical_names(var), shape, dict(mesh.shape), rules))
 
   return jax.tree.map(one, abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
 
@@ -156,11 +176,37 @@ def create_sharded(init_fn: Callable, mesh: Mesh, rules=None):
 
 def constrain(x, *names, rules=None):
   """`with_sharding_constraint` by logical names, under the mesh set by `jax.set_mesh`; a no-op
-  outside one. Activations named here tell XLA where the collectives go."""
+  outside one. Activations named here tell XLA where the collectives go. Axes that do not divide
+  the dimension are dropped (a batch of 3 on 8 devices stays replicated)."""
   mesh = jax.sharding.get_abstract_mesh()
   if mesh is None or mesh.empty or set(TRAINING_AXES) - set(mesh.axis_names):
     return x
-  return jax.lax.with_sharding_constraint(x, spec_of(names, rules))
+  return jax.lax.with_sharding_constraint(x, fitted_spec(names, x.shape, dict(mesh.shape), rules))
+
+
+def constrain_state(tree, rules=None):
+  """Every NNX variable in `tree` constrained to its logical sharding (as `logical_sharding` lays
+  it out), under the mesh set by `jax.set_mesh`: a jitted update step returns parameters and
+  optimizer state laid out exactly as they came in, so the next step neither reshards nor
+  recompiles. Other leaves are left to XLA."""
+  from flax import nnx
+
+  def one(x):
+    if isinstance(x, nnx.Variable):
+      return x.replace(constrain(x[...], *logical_names(x), rules=rules))
+    return x
+
+  return jax.tree.map(one, tree, is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
+def shard_batch(tree, mesh: Mesh, rules=None):
+  """Host NumPy rows (identical on every process) -> global arrays on a training mesh, the leading
+  axis split by the `batch` rule (data x fsdp); each process supplies only its own devices' rows."""
+  def put(x):
+    x = np.asarray(x)
+    spec = fitted_spec(("batch",), x.shape, dict(mesh.shape), rules)
+    return jax.make_array_from_callback(x.shape, NamedSharding(mesh, spec), lambda index: x[index])
+  return jax.tree.map(put, tree)
 
 
 def padded_size(n: int, mesh: Mesh, block: int = 0) -> int:

@@ -6,7 +6,14 @@ decodes one token per `lax.while_loop` step until every row has emitted EOS or t
 spent. Choosing a token follows Hugging Face's `generate`: the repetition penalty (over every
 real prompt token and every token generated so far, dividing positive logits and multiplying
 negative ones), then temperature, top-k and top-p, then sampling, or argmax when greedy. After
-EOS a row emits `pad_id`, as Hugging Face does.
+EOS a row emits `pad_id`, as Hugging Face does. By default generation stops at the checkpoint's
+EOS ids (`model.cfg.eos_token_ids`, from its generation_config.json or config.json; several are
+allowed, as Qwen3's chat checkpoints list two).
+
+Inputs are checked on the host: a row whose last column is padding (right padding) is an error,
+since generation continues from the last column; sampling needs an explicit key. The
+check is skipped when `generate` is itself traced inside another jit (the caller's values are
+not known then).
 
 One difference from Hugging Face: its repetition penalty also counts the pad ids of left padding,
 which belong to no prompt; here only tokens the mask marks real are counted.
@@ -15,31 +22,55 @@ which belong to no prompt; here only tokens the mask marks real are counted.
 from __future__ import annotations
 
 import functools
+from typing import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
-from jaxlab.lm.qwen3 import Qwen3, positions_from_mask
+from jaxlab.core.mesh import constrain
+from jaxlab.lm.qwen3 import Qwen3, on_mesh, positions_from_mask, token_ids
 
 
 def generate(model: Qwen3, input_ids, attention_mask, *, max_new_tokens: int, prefix_embeds=None,
-             eos_id: int = -1, pad_id: int = 0, greedy: bool = True, temperature: float = 1.0,
-             top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0, key=None):
-  """New tokens (B, max_new_tokens), int32, `pad_id` after a row's EOS (`eos_id=-1`: none).
+             eos_id: int | Sequence[int] | None = None, pad_id: int = 0, greedy: bool = True,
+             temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
+             key=None, lora: bool = True):
+  """New tokens (B, max_new_tokens), int32, `pad_id` after a row's EOS.
 
   input_ids, attention_mask: (B, T), left padded. prefix_embeds: (B, K, D) soft tokens that come
-  before the ids. `key` seeds sampling (greedy=False); top_k=0 and top_p=1 switch those off.
+  before the ids. eos_id: None uses the checkpoint's EOS ids; an id or a list of ids replaces
+  them; () never stops early. `key` seeds sampling (greedy=False; required then); top_k=0 and
+  top_p=1 switch those off. lora=False ignores LoRA adapters (`qwen3.add_lora`).
   """
+  if not greedy and key is None:
+    raise ValueError("sampling (greedy=False) needs an explicit key=jax.random.key(...)")
+  if not isinstance(attention_mask, jax.core.Tracer):
+    # Generation continues from the last column, so it must hold every row's last real token
+    # (padding elsewhere, e.g. between a soft-token prefix and the text, is fine).
+    mask = np.asarray(attention_mask, bool)
+    rows = np.nonzero(~mask[:, -1])[0] if mask.shape[1] else []
+    if len(rows):
+      raise ValueError(f"attention_mask rows {rows.tolist()[:5]} end in padding (right padded?): generation "
+                       "continues from the last column, so prompts must be left padded, as "
+                       "jaxlab.lm.tokenizer.encode_batch makes them")
+  eos = model.cfg.eos_token_ids if eos_id is None else token_ids(eos_id)
   graphdef, state = nnx.split(model)
   b = input_ids.shape[0]
   if prefix_embeds is None:
     prefix_embeds = jnp.zeros((b, 0, model.cfg.hidden_size), model.dtype)
-  key = jax.random.key(0) if key is None else key
-  return _generate(graphdef, state, jnp.asarray(input_ids, jnp.int32), jnp.asarray(attention_mask, bool),
-                   jnp.asarray(prefix_embeds), key, jnp.int32(eos_id), jnp.int32(pad_id),
-                   jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p),
-                   jnp.float32(repetition_penalty), max_new=max_new_tokens, greedy=greedy)
+  key = jax.random.key(0) if key is None else key   # unused when greedy
+  return _run(model, graphdef, state, jnp.asarray(input_ids, jnp.int32), jnp.asarray(attention_mask, bool),
+              jnp.asarray(prefix_embeds), key, jnp.asarray(eos, jnp.int32).reshape(-1), jnp.int32(pad_id),
+              jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), jnp.float32(repetition_penalty),
+              max_new=max_new_tokens, greedy=greedy, lora=lora)
+
+
+@on_mesh
+def _run(model, *args, **kwargs):
+  del model  # only its mesh: `on_mesh` runs the program under it, so the constraints act
+  return _generate(*args, **kwargs)
 
 
 def penalize_repeats(logits, seen, penalty):
@@ -68,9 +99,9 @@ def choose(logits, seen, key, temperature, top_k, top_p, penalty, *, greedy: boo
   return jax.random.categorical(key, logits).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "max_new", "greedy"))
-def _generate(graphdef, state, ids, mask, prefix, key, eos_id, pad_id, temperature, top_k, top_p,
-              penalty, *, max_new: int, greedy: bool):
+@functools.partial(jax.jit, static_argnames=("graphdef", "max_new", "greedy", "lora"))
+def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperature, top_k, top_p,
+              penalty, *, max_new: int, greedy: bool, lora: bool):
   model = nnx.merge(graphdef, state)
   b, k = prefix.shape[:2]
   prompt = jnp.concatenate([prefix.astype(model.dtype), model.embed(ids)], axis=1)
@@ -78,7 +109,7 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_id, pad_id, temperatu
   start = prompt.shape[1]
   kv_valid = jnp.concatenate([prompt_mask, jnp.zeros((b, max_new), bool)], axis=1)
   h, _, cache = model.step(prompt, positions_from_mask(prompt_mask), kv_valid,
-                           model.init_cache(b, start + max_new), 0)
+                           model.init_cache(b, start + max_new), 0, lora=lora)
   # Logits of the last position only: over a long prompt, (B, T, vocab) would dwarf the cache.
   logits = model.logits(h[:, -1])
   vocab = logits.shape[-1]
@@ -98,12 +129,13 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_id, pad_id, temperatu
     token = jnp.where(done, pad_id, token)
     out = out.at[:, t].set(token)
     seen = seen.at[jnp.arange(b), token].set(True)
-    done = done | (token == eos_id)
+    done = done | jnp.isin(token, eos_ids)
     kv_valid = kv_valid.at[:, start + t].set(True)
     h, _, cache = model.step(model.embed(token[:, None]), (next_pos + t)[:, None], kv_valid, cache,
-                             start + t)
+                             start + t, lora=lora)
     return t + 1, done, out, seen, model.logits(h[:, -1]), kv_valid, cache
 
   out = jnp.full((b, max_new), pad_id, jnp.int32)
   carry = (jnp.int32(0), jnp.zeros((b,), bool), out, seen, logits, kv_valid, cache)
-  return jax.lax.while_loop(cond, body, carry)[2]
+  # Replicated, so every process can read the tokens (the model may span processes).
+  return constrain(jax.lax.while_loop(cond, body, carry)[2])

@@ -1,20 +1,26 @@
 """Pretraining a small Qwen3-architecture base model from scratch (issue 7, "A small base model").
 
 The rows (prompt formats, word-level tokenizer, curriculum stages) are built by
-`jaxlab.lm.pretrain_data`; exact match and the report live in `jaxlab.lm.pretrain_eval`.
+`jaxlab.lm.pretrain_data`; exact match and the report live in `jaxlab.lm.pretrain_eval`; the
+checkpoints, metrics, NaN stop and preemption flag are the shared ones of `jaxlab.core.train`.
 
-Training is data parallel: batch rows are sharded over the mesh axis, params and optimizer state
-are replicated, and one jitted step (AdamW, linear warmup then cosine decay, global-norm clipping)
-updates them. The loss is next-token cross-entropy with the context and question tokens scaled by
+The run lays every device out as the training mesh of `config.mesh` (data, fsdp, tensor): batch
+rows are split over data x fsdp, and parameters and optimizer state are sharded by the logical
+axis rules of `jaxlab.core.mesh` (FSDP over `fsdp`, heads and MLP width over `tensor`); both are
+created already sharded (abstract init, then a jitted init with those shardings). One jitted step
+(AdamW, linear warmup then cosine decay, global-norm clipping) updates them in place and keeps
+their layout. The loss is next-token cross-entropy with the context and question tokens scaled by
 `data.context_loss_weight` (answers, key facts and <eos> weigh 1). A non-finite loss or gradient
-norm stops the run with an error before anything is checkpointed. Every `checkpoint_every` steps the
-state goes to `workdir/checkpoints` with Orbax, and a run started again on the same workdir resumes
-from it, bit-identically, since the batch of step s depends only on (seed, stage, s). Every
-`eval.every` steps the model answers `eval.num_during` validation questions (logged; the test split
-is measured once, at the end).
+norm stops the run with an error before anything is checkpointed. Every `checkpoint_every` steps
+(and on SIGTERM) the named state {"params", "opt_state"} goes to `workdir/checkpoints` with Orbax,
+and a run started again on the same workdir resumes from it, bit-identically, since the batch of
+step s depends only on (seed, stage, s), on the same mesh or on another one (each device reads
+only its own slices). Scalars go to `train_log.jsonl` and `tb/` (TensorBoard). Every `eval.every`
+steps the model answers `eval.num_during` validation questions (logged; the test split is
+measured once, at the end).
 
-Restore order: the fingerprint (a workdir holds one training run), then `step`, then params and
-optimizer state, unflattened into the structure of a freshly built state.
+Restore order: the metadata (its fingerprint must match this config), then params and optimizer
+state into their abstract, sharded targets, then the step from the metadata.
 
 The trained model is exported as a Hugging Face folder (config.json, fp32 model.safetensors,
 tokenizer.json) that `jaxlab.lm.checkpoint_io.load` reads like any Qwen3 checkpoint.
@@ -25,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import time
 from pathlib import Path
 
@@ -33,17 +38,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import orbax.checkpoint as ocp
 from flax import nnx
-from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 from safetensors.numpy import save_file
 from tokenizers import Tokenizer
 from tqdm.auto import tqdm
 
-from jaxlab.core import checkpoint, mesh as mesh_lib, report as report_lib
-from jaxlab.core.config import require, require_int, to_dict
+from jaxlab.core import mesh as mesh_lib, report as report_lib, train as train_lib
+from jaxlab.core.config import ConfigError, require, require_int, to_dict
 from jaxlab.data import long_doc_qa
-from jaxlab.lm import checkpoint_io, pretrain_data as data_lib, pretrain_eval
+from jaxlab.lm import checkpoint_io, pretrain_data as data_lib, pretrain_eval, qwen3
 from jaxlab.lm.pretrain_data import EOS, PAD
 from jaxlab.lm.pretrain_eval import report
 from jaxlab.lm.qwen3 import Qwen3, Qwen3Config
@@ -81,6 +84,10 @@ def validate(config) -> None:
     require_int(config, f"model.{field}", 1)
   require(config, "model.num_attention_heads",
           lambda v: v % config.model.num_key_value_heads == 0, "a multiple of model.num_key_value_heads")
+  require(config, "model.remat", lambda v: v in qwen3.REMAT_POLICIES, f"one of {sorted(qwen3.REMAT_POLICIES)}")
+  require(config, "mesh", lambda v: set(v) == set(mesh_lib.TRAINING_AXES) and all(
+      int(x) == x and (x >= 1 or x == -1) for x in v.values()) and list(v.values()).count(-1) <= 1,
+          "a block {data, fsdp, tensor} of sizes >= 1, at most one of them -1 (the devices left)")
   require_int(config, "eval.window_tokens", 8)
   require_int(config, "eval.num_questions", 0)
   require_int(config, "eval.num_during", 0)
@@ -90,15 +97,16 @@ def validate(config) -> None:
 
 
 def fingerprint(config) -> str:
-  """What fixes the trained weights; stop_after, logging and evaluation settings do not."""
+  """What fixes the trained weights; the mesh, stop_after, logging and evaluation settings do not
+  (a run may resume on another mesh)."""
   c = to_dict(config)
-  return checkpoint.fingerprint({k: c[k] for k in ("seed", "steps", "batch_size", "optim", "data", "model")})
+  return train_lib.fingerprint({k: c[k] for k in ("seed", "steps", "batch_size", "optim", "data", "model")})
 
 
 # ----------------------------------------------------------------------------- data
 def prepare(config, workdir: Path) -> tuple[Tokenizer, list[tuple[np.ndarray, np.ndarray]]]:
   """Tokenizer and the encoded rows of each stage, cached in the workdir so a resume skips generation."""
-  key = checkpoint.fingerprint({"seed": config.seed, "data": to_dict(config.data)})
+  key = train_lib.fingerprint({"seed": config.seed, "data": to_dict(config.data)})
   tok_path, data_path = workdir / "tokenizer.json", workdir / "corpus.npz"
   n = len(config.data.stages)
   if tok_path.is_file() and data_path.is_file():
@@ -132,25 +140,32 @@ def hf_config(config, vocab_size: int) -> dict:
           "bos_token_id": EOS, "eos_token_id": EOS, "pad_token_id": PAD, "torch_dtype": "float32"}
 
 
-def init_model(config, vocab_size: int) -> Qwen3:
+def build_model(config, vocab_size: int) -> Qwen3:
   """The model with every matrix drawn N(0, init_std), as Hugging Face initializes Qwen3, and the
-  per-head q/k RMSNorm scales set to `optim.qk_norm_init`.
+  per-head q/k RMSNorm scales set to `optim.qk_norm_init` (traced inside the sharded init).
 
   NNX's default embedding init has unit scale, which makes the tied output logits start large. With
   unit q/k-norm scales an attention logit is at most sqrt(head_dim) (5.7 at head_dim 32), too flat
   to single out one of a hundred tokens, and Adam grows a scale by only about the learning rate per
   step: a larger start lets retrieval heads form early."""
-  model = Qwen3(Qwen3Config.from_hf(hf_config(config, vocab_size)), rngs=nnx.Rngs(config.seed))
+  model = Qwen3(Qwen3Config.from_hf(hf_config(config, vocab_size)), remat=config.model.remat,
+                rngs=nnx.Rngs(config.seed))
   key = jax.random.key(config.seed)
   flat = []
   for i, (path, var) in enumerate(nnx.to_flat_state(nnx.state(model, nnx.Param))):
-    if var[...].ndim == 2:
-      var = var.replace(config.optim.init_std * jax.random.normal(jax.random.fold_in(key, i), var[...].shape))
-    elif any(getattr(p, "key", p) in ("q_norm", "k_norm") for p in path):
+    if path[-1] in ("kernel", "embedding"):
+      var = var.replace(config.optim.init_std * jax.random.normal(jax.random.fold_in(key, i), var.shape, var.dtype))
+    elif "q_norm" in path or "k_norm" in path:
       var = var.replace(jnp.full_like(var[...], config.optim.qk_norm_init))
     flat.append((path, var))
   nnx.update(model, nnx.from_flat_state(flat))
   return model
+
+
+def init_model(config, vocab_size: int, mesh=None) -> Qwen3:
+  """`build_model` created directly in its shards on `mesh` (default: the config's training mesh)."""
+  mesh = mesh or mesh_lib.training_mesh(config.mesh)
+  return mesh_lib.create_sharded(lambda: build_model(config, vocab_size), mesh)
 
 
 def optimizer(config) -> optax.GradientTransformation:
@@ -159,15 +174,29 @@ def optimizer(config) -> optax.GradientTransformation:
 
 
 @functools.lru_cache(maxsize=None)
+def _schedule(lr, warmup, steps):
+  return optax.warmup_cosine_decay_schedule(0.0, lr, max(warmup, 1), max(steps, warmup + 1), end_value=lr * 0.1)
+
+
+def _is_matrix(path, _) -> bool:
+  return getattr(path[-2], "key", None) in ("kernel", "embedding")
+
+
+@functools.lru_cache(maxsize=None)
 def _optimizer(lr, warmup, steps, weight_decay, clip_norm):
   # Cached: the jitted step takes the optimizer as a static argument, so an equal config must give
   # the same object, or every run (and every resume) would compile again.
-  schedule = optax.warmup_cosine_decay_schedule(0.0, lr, max(warmup, 1), max(steps, warmup + 1),
-                                                end_value=lr * 0.1)
   # Weight decay on matrices only: decaying the norm scales would pull attention back to flat.
-  matrices = lambda params: jax.tree.map(lambda x: x.ndim >= 2, params)
+  # (Stacked layers make norm scales 2-D, so matrices are told by name, not by rank.)
+  matrices = lambda params: jax.tree_util.tree_map_with_path(_is_matrix, params)
   return optax.chain(optax.clip_by_global_norm(clip_norm),
-                     optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay, mask=matrices))
+                     optax.adamw(_schedule(lr, warmup, steps), b1=0.9, b2=0.95, weight_decay=weight_decay,
+                                 mask=matrices))
+
+
+def learning_rate(config, step: int) -> float:
+  o = config.optim
+  return float(_schedule(o.learning_rate, o.warmup_steps, config.steps)(step))
 
 
 def loss_fn(graphdef, params, ids, flags, context_weight):
@@ -184,17 +213,14 @@ def loss_fn(graphdef, params, ids, flags, context_weight):
 
 @functools.partial(jax.jit, static_argnames=("graphdef", "tx"), donate_argnames=("params", "opt_state"))
 def train_step(graphdef, tx, params, opt_state, ids, flags, context_weight):
+  """One AdamW step. Traced under `jax.set_mesh` of the training mesh, where the model's
+  activation constraints act and the new state keeps the logical layout of the old."""
   (loss, target_loss), grads = jax.value_and_grad(functools.partial(loss_fn, graphdef), has_aux=True)(
       params, ids, flags, context_weight)
   updates, opt_state = tx.update(grads, opt_state, params)
-  return optax.apply_updates(params, updates), opt_state, {
+  params = mesh_lib.constrain_state(optax.apply_updates(params, updates))
+  return params, mesh_lib.constrain_state(opt_state), {
       "loss": loss, "target_loss": target_loss, "grad_norm": optax.tree.norm(grads)}
-
-
-def auto_mesh():
-  # Auto axes, as checkpoint_io uses: with Explicit axes every input would have to carry the mesh.
-  mesh = mesh_lib.make_mesh()
-  return mesh.update(axis_types=(AxisType.Auto,) * len(mesh.axis_names))
 
 
 # ----------------------------------------------------------------------------- training
@@ -203,12 +229,8 @@ class Trained:
   model: Qwen3
   tokenizer: Tokenizer
   start_step: int   # where this call began: > 0 when it resumed from a checkpoint
-  step: int         # where it ended (config.steps, or earlier with stop_after)
+  step: int         # where it ended (config.steps, or earlier with stop_after or SIGTERM)
   losses: list[float]
-
-
-def _encode(text: str) -> np.ndarray:
-  return np.frombuffer(text.encode(), dtype=np.uint8).copy()
 
 
 def validation_em(model, tokenizer, config, records) -> dict:
@@ -216,111 +238,102 @@ def validation_em(model, tokenizer, config, records) -> dict:
                                                           config.eval.max_new_tokens))
 
 
-def train(config, workdir) -> Trained:
-  """Trains, or resumes training in, `workdir`; returns the model at the last step run."""
+def train(config, workdir, mesh=None) -> Trained:
+  """Trains, or resumes training in, `workdir` on `mesh` (default: the training mesh of
+  `config.mesh`); returns the model at the last step run."""
   workdir = Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  mesh = auto_mesh()
-  if config.batch_size % mesh.size:
-    raise ValueError(f"batch_size={config.batch_size} must be a multiple of the {mesh.size} devices "
-                     "(batch rows are sharded over them)")
+  # ---- mesh
+  mesh = mesh or mesh_lib.training_mesh(config.mesh)
+  rows = mesh.shape["data"] * mesh.shape["fsdp"]
+  if config.batch_size % rows:
+    raise ConfigError("batch_size", f"must be a multiple of data x fsdp = {rows} on this mesh "
+                      f"({dict(mesh.shape)}): batch rows are split over them, got {config.batch_size}")
+  # ---- input
   tokenizer, stages = prepare(config, workdir)
   bounds = data_lib.stage_bounds(config)
+  vocab = tokenizer.get_vocab_size()
 
-  # Model and optimizer state, replicated on every device.
-  replicated = NamedSharding(mesh, P())
-  graphdef, params = nnx.split(init_model(config, tokenizer.get_vocab_size()), nnx.Param)
-  params = jax.device_put(params, replicated)
+  # ---- model and optimizer state: abstract shapes and their shardings by the rules
   tx = optimizer(config)
-  opt_state = jax.device_put(tx.init(params), replicated)
+  graphdef, abstract_params = nnx.split(nnx.eval_shape(lambda: build_model(config, vocab)), nnx.Param)
+  abstract = {"params": abstract_params, "opt_state": jax.eval_shape(tx.init, abstract_params)}
+  shardings = mesh_lib.logical_sharding(abstract, mesh)
 
-  # Resume. Orbax gives back dicts of NumPy leaves; the fresh state fixes the tree structure.
-  key = fingerprint(config)
-  mgr = checkpoint.manager(workdir / "checkpoints")
-  start = 0
-  if mgr.latest_step() is not None:
-    saved = mgr.restore(mgr.latest_step(), args=ocp.args.StandardRestore())
-    saved_key = bytes(np.asarray(saved["key"])).decode()
-    if saved_key != key:
-      raise RuntimeError(f"{workdir} holds checkpoints of another training run ({saved_key} != {key}); "
-                         "use a new --workdir or delete its checkpoints/ folder")
-    start = int(saved["step"])
-    restore = lambda tree, leaves: jax.device_put(
-        jax.tree.unflatten(jax.tree.structure(tree), [np.asarray(leaves[str(i)]) for i in range(len(leaves))]),
-        replicated)
-    params, opt_state = restore(params, saved["params"]), restore(opt_state, saved["opt_state"])
+  # ---- checkpoint: resume, or create the state directly in its shards
+  ckpt = train_lib.Checkpoints(workdir / "checkpoints", fingerprint(config))
+  if ckpt.latest_step() is not None:
+    state, meta = ckpt.restore(train_lib.abstract_like(abstract, shardings))
+    params, opt_state, start = state["params"], state["opt_state"], int(meta["step"])
+  else:
+    params = nnx.state(init_model(config, vocab, mesh), nnx.Param)
+    opt_state = jax.jit(tx.init, out_shardings=shardings["opt_state"])(params)
+    start = 0
 
-  def save(step):
-    flat = lambda tree: {str(i): np.asarray(x) for i, x in enumerate(jax.tree.leaves(jax.device_get(tree)))}
-    mgr.save(step, args=ocp.args.StandardSave({"key": _encode(key), "step": np.int64(step),
-                                               "params": flat(params), "opt_state": flat(opt_state)}))
-    mgr.wait_until_finished()
-
+  # ---- loop
   end = config.steps if not config.stop_after else min(config.steps, start + config.stop_after)
   lead = jax.process_index() == 0
   records = (pretrain_eval.eval_questions(config, "validation", config.eval.num_during)
              if config.eval.every and config.eval.num_during else [])
-  log = (workdir / "train_log.jsonl").open("a") if lead else None
+  metrics = train_lib.Metrics(workdir, "train_log")
   bar = tqdm(total=config.steps, initial=start, desc="pretrain", unit="step", disable=not lead)
   context_weight = jnp.float32(config.data.context_loss_weight)
   losses, tokens, seconds, t_start = [], 0, 0.0, time.perf_counter()
-  for step in range(start, end):
-    stage = data_lib.stage_of(bounds, step)
-    ids, flags = stages[stage]
-    rows = data_lib.batch_rows(len(ids), config.batch_size, config.seed, stage, step - bounds[stage])
-    t0 = time.perf_counter()
-    params, opt_state, metrics = train_step(graphdef, tx, params, opt_state,
-                                            *mesh_lib.shard_rows((ids[rows], flags[rows]), mesh), context_weight)
-    loss, grad_norm = float(metrics["loss"]), float(metrics["grad_norm"])
-    if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-      raise FloatingPointError(
-          f"training diverged at step {step + 1}: loss={loss}, gradient norm={grad_norm}; nothing after "
-          f"step {mgr.latest_step() or 0} was saved. Lower optim.learning_rate or raise optim.warmup_steps.")
-    losses.append(loss)
-    # Tokens per second counts real tokens only, and skips the steps that compile (a call's first
-    # step and each stage's first).
-    if step != start and step != bounds[stage]:
-      tokens, seconds = tokens + int(np.count_nonzero(ids[rows])), seconds + time.perf_counter() - t0
-    rate = tokens / max(seconds, 1e-9)
-    bar.update(1)
-    bar.set_postfix(loss=f"{loss:.3f}", stage=stage, tok_s=f"{rate:,.0f}")
-    if log and ((step + 1) % config.log_every == 0 or step + 1 == end):
-      log.write(json.dumps({"step": step + 1, "stage": stage, "loss": loss,
-                            "target_loss": float(metrics["target_loss"]), "grad_norm": grad_norm,
-                            "tokens_per_s": round(rate, 1),
-                            "elapsed_s": round(time.perf_counter() - t_start, 1)}) + "\n")
-      log.flush()
-    if records and ((step + 1) % config.eval.every == 0 or step + 1 == config.steps):
-      em = validation_em(nnx.merge(graphdef, params), tokenizer, config, records)
-      bar.write(f"step {step + 1}: validation exact match " + ", ".join(
-          f"{t} {v['mean']:.2f} (n={v['n']})" for t, v in em.items() if v["n"]))
-      if log:
-        log.write(json.dumps({"step": step + 1, "eval": em,
-                              "elapsed_s": round(time.perf_counter() - t_start, 1)}) + "\n")
-        log.flush()
-    if (step + 1) % config.checkpoint_every == 0 or step + 1 == end:
-      save(step + 1)
+  step = start
+  with train_lib.Preemption() as preemption, jax.set_mesh(mesh):
+    for step in range(start, end):
+      stage = data_lib.stage_of(bounds, step)
+      ids, flags = stages[stage]
+      batch = data_lib.batch_rows(len(ids), config.batch_size, config.seed, stage, step - bounds[stage])
+      t0 = time.perf_counter()
+      params, opt_state, out = train_step(graphdef, tx, params, opt_state,
+                                          *mesh_lib.shard_batch((ids[batch], flags[batch]), mesh), context_weight)
+      loss, grad_norm = float(out["loss"]), float(out["grad_norm"])
+      train_lib.check_finite(step + 1, f"Nothing after step {ckpt.latest_step() or 0} was saved. Lower "
+                             "optim.learning_rate or raise optim.warmup_steps.", loss=loss, grad_norm=grad_norm)
+      losses.append(loss)
+      # Tokens per second counts real tokens only, and skips the steps that compile (a call's
+      # first step and each stage's first).
+      if step != start and step != bounds[stage]:
+        tokens, seconds = tokens + int(np.count_nonzero(ids[batch])), seconds + time.perf_counter() - t0
+      rate = tokens / max(seconds, 1e-9)
+      bar.update(1)
+      bar.set_postfix(loss=f"{loss:.3f}", stage=stage, tok_s=f"{rate:,.0f}")
+      done = step + 1
+      if done % config.log_every == 0 or done == end:
+        metrics.write(done, stage=stage, loss=loss, target_loss=float(out["target_loss"]), grad_norm=grad_norm,
+                      learning_rate=learning_rate(config, step), tokens_per_s=round(rate, 1),
+                      elapsed_s=round(time.perf_counter() - t_start, 1))
+      if records and (done % config.eval.every == 0 or done == config.steps):
+        em = validation_em(nnx.merge(graphdef, params), tokenizer, config, records)
+        bar.write(f"step {done}: validation exact match " + ", ".join(
+            f"{t} {v['mean']:.2f} (n={v['n']})" for t, v in em.items() if v["n"]))
+        metrics.write(done, eval=em, elapsed_s=round(time.perf_counter() - t_start, 1))
+      # Every process polls the preemption flag at the same steps (it is a collective).
+      stop = done % config.log_every == 0 and preemption.should_stop()
+      if done % config.checkpoint_every == 0 or done == end or stop:
+        ckpt.save(done, {"params": params, "opt_state": opt_state}, metrics={"loss": loss})
+      if stop:
+        end = done
+        break
   bar.close()
-  if log:
-    log.close()
-  mgr.close()
+  metrics.close()
+  ckpt.close()
   return Trained(nnx.merge(graphdef, params), tokenizer, start, max(end, start), losses)
 
 
 # ----------------------------------------------------------------------------- export
 def export(model: Qwen3, tokenizer: Tokenizer, config, folder) -> Path:
-  """A Hugging Face folder: config.json, fp32 model.safetensors (torch's (out, in) layout), tokenizer.json."""
+  """A Hugging Face folder: config.json, fp32 model.safetensors (torch's (out, in) layout, one
+  tensor per layer), tokenizer.json. Every process must call it (the weights are gathered from
+  all of them); process 0 writes."""
   folder = Path(folder)
-  folder.mkdir(parents=True, exist_ok=True)
-  tensors = {}
-  for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param)):
-    # The same name mapping the loader uses, so the two cannot drift apart.
-    name, transposed = checkpoint_io.hf_name(path)
-    value = np.asarray(jax.device_get(var[...]), np.float32)
-    tensors[name] = np.ascontiguousarray(value.T if transposed else value)
-  save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-  (folder / "config.json").write_text(json.dumps(hf_config(config, model.cfg.vocab_size), indent=1) + "\n")
-  tokenizer.save(str(folder / "tokenizer.json"))
+  tensors = {name: value.astype(np.float32) for name, value in checkpoint_io.to_hf(model).items()}
+  if jax.process_index() == 0:
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(hf_config(config, model.cfg.vocab_size), indent=1) + "\n")
+    tokenizer.save(str(folder / "tokenizer.json"))
   return folder
 
 
@@ -329,10 +342,9 @@ def run(config, workdir) -> Path:
   workdir = Path(workdir)
   trained = train(config, workdir)
   if trained.step < config.steps:
-    print(f"stopped at step {trained.step} of {config.steps} (stop_after); run again to resume")
+    print(f"stopped at step {trained.step} of {config.steps} (stop_after or SIGTERM); run again to resume")
     return workdir
-  if jax.process_index() == 0:
-    export(trained.model, trained.tokenizer, config, workdir / "hf")
+  export(trained.model, trained.tokenizer, config, workdir / "hf")
   for split in ("validation", "test"):
     results = pretrain_eval.evaluate(trained.model, trained.tokenizer,
                                      pretrain_eval.eval_questions(config, split, config.eval.num_questions),

@@ -9,8 +9,6 @@ choice); the test split once, at the end.
 from __future__ import annotations
 
 import json
-import re
-import string
 from pathlib import Path
 
 import numpy as np
@@ -18,18 +16,13 @@ from tokenizers import Tokenizer
 
 from jaxlab.core import report as report_lib
 from jaxlab.data import long_doc_qa
+from jaxlab.data.squad import normalize
 from jaxlab.lm import tokenizer as tok_lib
 from jaxlab.lm.generate import generate
 from jaxlab.lm.pretrain_data import EOS, PAD, prompt
 from jaxlab.lm.qwen3 import Qwen3
 
 TASK_TYPES = ("single_fact", "multi_hop")
-
-
-def normalize(text: str) -> str:
-  """SQuAD's answer normalization: lower case, no punctuation, no articles, single spaces."""
-  text = "".join(c for c in text.lower() if c not in string.punctuation)
-  return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
 
 
 def eval_questions(config, split: str, num: int) -> list[dict]:

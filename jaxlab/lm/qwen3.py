@@ -6,11 +6,40 @@ config's theta, grouped-query attention with a per-head RMSNorm on queries and k
 and tied or untied input and output embeddings. Attribute names mirror the Hugging Face module
 tree, so `checkpoint_io` maps every safetensors name to a parameter path mechanically.
 
-Every call goes through a fixed-size key/value cache (`init_cache`), so one code path serves the
-plain forward pass (a cache exactly as long as the input), prefill and one-token decoding in
+**Scanned layers.** The decoder layers are one `DecoderLayer` whose parameters are stacked on a
+leading `layers` axis (built with `nnx.vmap`) and run with `nnx.scan`, so compile time does not
+grow with depth. `Qwen3(..., remat="full" | "dots")` rematerializes each layer in the backward pass
+(`jax.checkpoint_policies.nothing_saveable`, or `dots_with_no_batch_dims_saveable`: keep the
+projections' outputs, recompute attention and elementwise work); "none" saves everything.
+
+**Sharding.** Every parameter names its logical axes (`out_sharding` metadata: `vocab`, `embed`,
+`heads`, `kv_heads`, `head_dim`, `mlp`, `norm`, and `layers` for the stacked axis), which
+`jaxlab.core.mesh.RULES` maps to the (data, fsdp, tensor) training mesh; `mesh.logical_sharding`
+turns them into shardings. Activations are constrained where the collectives are decided (the
+embedding output, queries/keys/values by head, the attention output, the MLP hidden layer, each
+layer's output, the logits and the KV cache); the constraints act under `jax.set_mesh`, which
+`forward` and `generate` enter by themselves when the parameters live on a training mesh.
+
+**Cache.** Every call goes through a fixed-size key/value cache (`init_cache`: keys and values
+stacked over layers, (layers, B, S, kv_heads, head_dim)), so one code path serves the plain
+forward pass (a cache exactly as long as the input), prefill and one-token decoding in
 `generate`. Positions come from the attention mask (`cumsum(mask) - 1`, as Hugging Face's
 `generate` does), so left padding, or padding between a soft-token prefix and the text, changes
 nothing for the real tokens.
+
+**LoRA.** `add_lora(model, rank, key)` gives the attention projections (q, k, v, o) of every
+layer a rank-`rank` adapter (`nnx.LoRA`, stacked over layers like the rest; B starts at zero, so
+the adapted model starts equal to the base). The adapters live in the same model object, next to
+the base weights, which are therefore shared, never copied; their parameters are `nnx.LoRAParam`,
+so they are trained and saved apart from the frozen base:
+
+    model = checkpoint_io.load(folder)
+    add_lora(model, rank=8, key=jax.random.key(0))
+    graphdef, adapters, base = nnx.split(model, nnx.LoRAParam, ...)   # train `adapters` only
+    logits, _ = model(ids, mask)               # with the adapters
+    logits, _ = model(ids, mask, lora=False)   # the frozen base model, same object
+
+`BASE` (every `nnx.Param` that is not a `LoRAParam`) selects the base weights.
 """
 
 from __future__ import annotations
@@ -22,6 +51,25 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 from flax import nnx
+from jax.sharding import NamedSharding
+
+from jaxlab.core import mesh as mesh_lib
+from jaxlab.core.mesh import constrain
+
+# The base weights: what checkpoints hold and what LoRA training leaves frozen.
+BASE = nnx.All(nnx.Param, nnx.Not(nnx.LoRAParam))
+
+REMAT_POLICIES = {
+    "none": None,
+    "full": jax.checkpoint_policies.nothing_saveable,
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+}
+
+
+def _names(*names):
+  """Variable metadata naming the logical axes. Not sharded at creation (eager sharding would
+  need a mesh in scope): `mesh.logical_sharding` places the variables."""
+  return {"out_sharding": names, "eager_sharding": False}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +85,9 @@ class Qwen3Config:
   rope_theta: float
   tie_word_embeddings: bool
   attention_bias: bool = False
+  # Generation stops at any of these (config.json's `eos_token_id`, which may be a list, or
+  # generation_config.json's, which `checkpoint_io.read_config` prefers, as Hugging Face does).
+  eos_token_ids: tuple[int, ...] = ()
 
   @classmethod
   def from_hf(cls, hf: dict) -> "Qwen3Config":
@@ -60,12 +111,20 @@ class Qwen3Config:
         rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
         rope_theta=rope.get("rope_theta", hf.get("rope_theta", 10000.0)),
         tie_word_embeddings=hf.get("tie_word_embeddings", False),
-        attention_bias=hf.get("attention_bias", False))
+        attention_bias=hf.get("attention_bias", False),
+        eos_token_ids=token_ids(hf.get("eos_token_id")))
+
+
+def token_ids(value) -> tuple[int, ...]:
+  """A config's token id field (an int, a list of ints, or None) as a tuple."""
+  if value is None:
+    return ()
+  return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else (int(value),)
 
 
 class RMSNorm(nnx.Module):
-  def __init__(self, dim: int, eps: float, dtype):
-    self.weight = nnx.Param(jnp.ones((dim,), dtype))
+  def __init__(self, dim: int, eps: float, dtype, name: str = "norm"):
+    self.weight = nnx.Param(jnp.ones((dim,), dtype), **_names(name))
     self.eps = eps
 
   def __call__(self, x):
@@ -87,50 +146,83 @@ def rope(x, positions, theta: float):
   return x * cos + jnp.concatenate([-x2, x1], axis=-1) * sin
 
 
+def _linear(i, o, names, dtype, rngs, bias=False):
+  return nnx.Linear(i, o, use_bias=bias, param_dtype=dtype, rngs=rngs, kernel_metadata=_names(*names),
+                    bias_metadata=_names(names[1]))
+
+
+# Each attention projection: (in, out) sizes from the config and the logical names of its kernel.
+def _projections(cfg: "Qwen3Config") -> dict[str, tuple[int, int, tuple[str, str]]]:
+  d, q, kv = cfg.hidden_size, cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
+  return {"q_proj": (d, q, ("embed", "heads")), "k_proj": (d, kv, ("embed", "kv_heads")),
+          "v_proj": (d, kv, ("embed", "kv_heads")), "o_proj": (q, d, ("heads", "embed"))}
+
+
+class Adapters(nnx.Module):
+  """Rank-r LoRA adapters of one layer's attention projections (`add_lora`)."""
+
+  def __init__(self, cfg: "Qwen3Config", rank: int, dtype, rngs: nnx.Rngs):
+    for name, (i, o, (n_in, n_out)) in _projections(cfg).items():
+      setattr(self, name, nnx.LoRA(i, rank, o, param_dtype=dtype, rngs=rngs, a_metadata=_names(n_in, None),
+                                   b_metadata=_names(None, n_out)))
+
+
 class Attention(nnx.Module):
   def __init__(self, cfg: Qwen3Config, dtype, rngs: nnx.Rngs):
-    d, hd = cfg.hidden_size, cfg.head_dim
-    linear = lambda i, o: nnx.Linear(i, o, use_bias=cfg.attention_bias, param_dtype=dtype, rngs=rngs)
-    self.q_proj = linear(d, cfg.num_attention_heads * hd)
-    self.k_proj = linear(d, cfg.num_key_value_heads * hd)
-    self.v_proj = linear(d, cfg.num_key_value_heads * hd)
-    self.o_proj = linear(cfg.num_attention_heads * hd, d)
-    self.q_norm = RMSNorm(hd, cfg.rms_norm_eps, dtype)
-    self.k_norm = RMSNorm(hd, cfg.rms_norm_eps, dtype)
+    for name, (i, o, names) in _projections(cfg).items():
+      setattr(self, name, _linear(i, o, names, dtype, rngs, bias=cfg.attention_bias))
+    self.q_norm = RMSNorm(cfg.head_dim, cfg.rms_norm_eps, dtype, "head_dim")
+    self.k_norm = RMSNorm(cfg.head_dim, cfg.rms_norm_eps, dtype, "head_dim")
     self.cfg = cfg
 
-  def __call__(self, x, positions, allowed, cache, start):
-    """x (B, T, D) written to cache slots [start, start+T); allowed (B, T, S) says which of the
-    S cache slots each query may see. Returns the output and the updated (k, v) cache."""
+  def project(self, name: str, x, lora: bool):
+    out = getattr(self, name)(x)
+    adapters = getattr(self, "lora", None)
+    if lora and adapters is not None:
+      out = out + getattr(adapters, name)(x).astype(out.dtype)
+    return out
+
+  def __call__(self, x, positions, allowed, cache, layer, start, lora: bool):
+    """x (B, T, D) is written to slots [start, start+T) of this layer's entry of the stacked
+    `cache` = (keys, values), each (layers, B, S, kv_heads, head_dim); allowed (B, T, S) says which
+    of the S slots each query may see. Returns the output and the updated cache."""
     cfg = self.cfg
     b, t, _ = x.shape
     kvh, groups = cfg.num_key_value_heads, cfg.num_attention_heads // cfg.num_key_value_heads
-    q = self.q_norm(self.q_proj(x).reshape(b, t, -1, cfg.head_dim))
-    k = self.k_norm(self.k_proj(x).reshape(b, t, kvh, cfg.head_dim))
-    v = self.v_proj(x).reshape(b, t, kvh, cfg.head_dim)
-    q, k = rope(q, positions, cfg.rope_theta), rope(k, positions, cfg.rope_theta)
-    k_cache = jax.lax.dynamic_update_slice(cache[0], k.astype(cache[0].dtype), (0, start, 0, 0))
-    v_cache = jax.lax.dynamic_update_slice(cache[1], v.astype(cache[1].dtype), (0, start, 0, 0))
+    q = self.q_norm(self.project("q_proj", x, lora).reshape(b, t, -1, cfg.head_dim))
+    k = self.k_norm(self.project("k_proj", x, lora).reshape(b, t, kvh, cfg.head_dim))
+    v = self.project("v_proj", x, lora).reshape(b, t, kvh, cfg.head_dim)
+    q = constrain(rope(q, positions, cfg.rope_theta), "batch", "length", "heads", "head_dim")
+    k = constrain(rope(k, positions, cfg.rope_theta), "batch", "length", "kv_heads", "head_dim")
+    v = constrain(v, "batch", "length", "kv_heads", "head_dim")
+    # Only the new tokens are written into the stacked cache (in place inside the layer scan);
+    # then this layer's keys and values are read back.
+    new = []
+    for stacked, x_new in zip(cache, (k, v)):
+      stacked = jax.lax.dynamic_update_slice(stacked, x_new[None].astype(stacked.dtype), (layer, 0, start, 0, 0))
+      new.append(constrain(stacked, "layers", "batch", "length", "kv_heads", "head_dim"))
+    keys, values = (jax.lax.dynamic_index_in_dim(c, layer, keepdims=False) for c in new)
     # Grouped-query attention without repeating k/v: query heads are grouped by their kv head.
     q = q.reshape(b, t, kvh, groups, cfg.head_dim)
-    scores = jnp.einsum("btkgd,bskd->bkgts", q, k_cache) * cfg.head_dim ** -0.5
+    scores = jnp.einsum("btkgd,bskd->bkgts", q, keys) * cfg.head_dim ** -0.5
     # The dtype's lowest value rather than -inf, as Hugging Face does: a fully masked row (a pad
     # query) then gives finite garbage instead of NaN.
     scores = jnp.where(allowed[:, None, None], scores, jnp.finfo(scores.dtype).min)
     weights = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(q.dtype)
-    out = jnp.einsum("bkgts,bskd->btkgd", weights, v_cache).reshape(b, t, -1)
-    return self.o_proj(out), (k_cache, v_cache)
+    out = jnp.einsum("bkgts,bskd->btkgd", weights, values).reshape(b, t, -1)
+    out = constrain(out, "batch", "length", "heads")
+    return self.project("o_proj", out, lora), tuple(new)
 
 
 class MLP(nnx.Module):
   def __init__(self, cfg: Qwen3Config, dtype, rngs: nnx.Rngs):
-    linear = lambda i, o: nnx.Linear(i, o, use_bias=False, param_dtype=dtype, rngs=rngs)
-    self.gate_proj = linear(cfg.hidden_size, cfg.intermediate_size)
-    self.up_proj = linear(cfg.hidden_size, cfg.intermediate_size)
-    self.down_proj = linear(cfg.intermediate_size, cfg.hidden_size)
+    self.gate_proj = _linear(cfg.hidden_size, cfg.intermediate_size, ("embed", "mlp"), dtype, rngs)
+    self.up_proj = _linear(cfg.hidden_size, cfg.intermediate_size, ("embed", "mlp"), dtype, rngs)
+    self.down_proj = _linear(cfg.intermediate_size, cfg.hidden_size, ("mlp", "embed"), dtype, rngs)
 
   def __call__(self, x):
-    return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
+    hidden = constrain(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x), "batch", "length", "mlp")
+    return self.down_proj(hidden)
 
 
 class DecoderLayer(nnx.Module):
@@ -140,83 +232,120 @@ class DecoderLayer(nnx.Module):
     self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
     self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
 
-  def __call__(self, x, positions, allowed, cache, start):
-    h, cache = self.self_attn(self.input_layernorm(x), positions, allowed, cache, start)
+  def __call__(self, x, positions, allowed, cache, layer, start, lora: bool):
+    h, cache = self.self_attn(self.input_layernorm(x), positions, allowed, cache, layer, start, lora)
     x = x + h
-    return x + self.mlp(self.post_attention_layernorm(x)), cache
+    x = x + self.mlp(self.post_attention_layernorm(x))
+    return constrain(x, "batch", "length", "embed"), cache
+
+
+def _stacked(n: int, make):
+  """`make(rngs)` built `n` times with its variables stacked on a leading `layers` axis."""
+  @nnx.split_rngs(splits=n)
+  @nnx.vmap(in_axes=(0,), out_axes=0, transform_metadata={nnx.PARTITION_NAME: "layers"})
+  def build(rngs):
+    return make(rngs)
+  return build
 
 
 class Backbone(nnx.Module):
-  """Hugging Face's `Qwen3Model`: embeddings, decoder layers, final norm."""
+  """Hugging Face's `Qwen3Model`: embeddings, decoder layers (stacked), final norm."""
 
   def __init__(self, cfg: Qwen3Config, dtype, rngs: nnx.Rngs):
-    self.embed_tokens = nnx.Embed(cfg.vocab_size, cfg.hidden_size, param_dtype=dtype, rngs=rngs)
-    self.layers = nnx.List([DecoderLayer(cfg, dtype, rngs) for _ in range(cfg.num_hidden_layers)])
+    self.embed_tokens = nnx.Embed(cfg.vocab_size, cfg.hidden_size, param_dtype=dtype, rngs=rngs,
+                                  embedding_metadata=_names("vocab", "embed"))
+    self.layers = _stacked(cfg.num_hidden_layers, lambda r: DecoderLayer(cfg, dtype, r))(rngs)
     self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
 
 
 class Qwen3(nnx.Module):
   """Hugging Face's `Qwen3ForCausalLM`."""
 
-  def __init__(self, cfg: Qwen3Config, *, dtype=jnp.float32, rngs: nnx.Rngs):
+  def __init__(self, cfg: Qwen3Config, *, dtype=jnp.float32, remat: str = "none", rngs: nnx.Rngs):
+    if remat not in REMAT_POLICIES:
+      raise ValueError(f"remat={remat!r}: choose one of {sorted(REMAT_POLICIES)}")
     self.cfg = cfg
+    self.remat = remat
     self.model = Backbone(cfg, dtype, rngs)
     if not cfg.tie_word_embeddings:
-      self.lm_head = nnx.Linear(cfg.hidden_size, cfg.vocab_size, use_bias=False, param_dtype=dtype,
-                                rngs=rngs)
+      self.lm_head = _linear(cfg.hidden_size, cfg.vocab_size, ("embed", "vocab"), dtype, rngs)
 
   @property
   def dtype(self):
     return self.model.embed_tokens.embedding.dtype
 
   def embed(self, input_ids):
-    return self.model.embed_tokens(input_ids)
+    return constrain(self.model.embed_tokens(input_ids), "batch", "length", "embed")
 
   def logits(self, h):
-    if self.cfg.tie_word_embeddings:
-      return self.model.embed_tokens.attend(h)
-    return self.lm_head(h)
+    out = self.model.embed_tokens.attend(h) if self.cfg.tie_word_embeddings else self.lm_head(h)
+    return constrain(out, *("batch", "length", "vocab")[-out.ndim:])
 
   def init_cache(self, batch: int, length: int):
-    """Per layer, zero keys and values for `length` slots: ((B, S, kv_heads, head_dim),) * 2."""
+    """Zero keys and values for `length` slots: (keys, values), each (layers, B, S, kv_heads, head_dim)."""
     cfg = self.cfg
-    shape = (batch, length, cfg.num_key_value_heads, cfg.head_dim)
-    zeros = jnp.zeros(shape, self.dtype)
-    return tuple((zeros, zeros) for _ in range(cfg.num_hidden_layers))
+    shape = (cfg.num_hidden_layers, batch, length, cfg.num_key_value_heads, cfg.head_dim)
+    zeros = constrain(jnp.zeros(shape, self.dtype), "layers", "batch", "length", "kv_heads", "head_dim")
+    return zeros, zeros
 
-  def step(self, embeds, positions, kv_valid, cache, start, hidden_layers: Sequence[int] = ()):
+  def step(self, embeds, positions, kv_valid, cache, start, hidden_layers: Sequence[int] = (),
+           lora: bool = True):
     """Runs `embeds` (B, T, D) at cache slots [start, start+T) with rotary `positions` (B, T).
 
     kv_valid (B, S) marks the cache slots holding real tokens (after this call's writes). Returns
     the hidden states after the final norm (B, T, D), which `logits` maps to the vocabulary; the
     hidden states at `hidden_layers` (Hugging Face `output_hidden_states` indices, as a tuple in
-    the order asked); and the updated cache.
+    the order asked); and the updated cache. `lora=False` ignores the adapters of `add_lora`.
     """
     t, s = embeds.shape[1], kv_valid.shape[1]
     slots = start + jnp.arange(t)
     allowed = kv_valid[:, None, :] & (jnp.arange(s)[None, :] <= slots[:, None])[None]
-    n = self.cfg.num_hidden_layers + 1
+    num_layers = self.cfg.num_hidden_layers
+    n = num_layers + 1
     wanted = sorted({i % n for i in hidden_layers})
-    states = {0: embeds} if 0 in wanted else {}
-    h, new_cache = embeds, []
-    for i, layer in enumerate(self.model.layers):
-      h, layer_cache = layer(h, positions, allowed, cache[i], start)
-      new_cache.append(layer_cache)
-      if i + 1 in wanted and i + 1 < n - 1:
-        states[i + 1] = h
+    # States after layers 1 .. L-1 are collected inside the scan into one buffer: layer i writes
+    # slot `where[i]`, and layers nobody asked for write a spare last slot (one small write per
+    # layer, no branch, and no (layers, B, T, D) stack of every state).
+    inner = [i for i in wanted if 0 < i < n - 1]
+    where = jnp.array([inner.index(i + 1) if i + 1 in inner else len(inner) for i in range(num_layers)],
+                      jnp.int32)
+    buffer = jnp.zeros((len(inner) + 1,) + embeds.shape, embeds.dtype) if inner else None
+    policy = REMAT_POLICIES[self.remat]
+
+    def run_layer(layer, h, cache, i):
+      return layer(h, positions, allowed, cache, i, start, lora)
+
+    if self.remat != "none":
+      run_layer = nnx.remat(run_layer, policy=policy, prevent_cse=False, graph=False)
+
+    # Tree mode (graph=False): the layers are a plain pytree here, so variables that come from an
+    # outer trace (base weights closed over by a jax.grad of LoRA adapters, a model merged before a
+    # while_loop) are fine; graph mode refuses them.
+    @nnx.scan(in_axes=(nnx.Carry, 0, 0), out_axes=nnx.Carry, graph=False)
+    def body(carry, layer, i):
+      h, buffer, cache = carry
+      h, cache = run_layer(layer, h, cache, i)
+      if buffer is not None:
+        buffer = jax.lax.dynamic_update_index_in_dim(buffer, h, where[i], 0)
+      return h, buffer, cache
+
+    h, buffer, new_cache = body((embeds, buffer, tuple(cache)), self.model.layers,
+                                jnp.arange(num_layers, dtype=jnp.int32))
     h = self.model.norm(h)
+    states = {i: buffer[inner.index(i)] for i in inner}
+    states[0] = embeds
     # As in Hugging Face, the last hidden state is the one after the final norm.
-    if n - 1 in wanted:
-      states[n - 1] = h
-    return h, tuple(states[i % n] for i in hidden_layers), tuple(new_cache)
+    states[n - 1] = h
+    return h, tuple(states[i % n] for i in hidden_layers), new_cache
 
   def __call__(self, input_ids=None, attention_mask=None, *, inputs_embeds=None,
-               hidden_layers: Sequence[int] = ()):
+               hidden_layers: Sequence[int] = (), lora: bool = True):
     """Token ids (B, T) or input embeddings (B, T, D), and a (B, T) mask of real tokens.
 
     Returns logits (B, T, V) and the hidden states at `hidden_layers` (index 0: the embeddings;
     index i: the output of layer i; the last index: after the final norm; negative indices count
-    from the end). Rows at padded positions are meaningless.
+    from the end). Rows at padded positions are meaningless. `lora=False` runs the base model
+    without the adapters of `add_lora`.
     """
     if (input_ids is None) == (inputs_embeds is None):
       raise ValueError("give exactly one of input_ids and inputs_embeds")
@@ -224,18 +353,68 @@ class Qwen3(nnx.Module):
     b, t = embeds.shape[:2]
     mask = jnp.ones((b, t), bool) if attention_mask is None else attention_mask.astype(bool)
     h, states, _ = self.step(embeds, positions_from_mask(mask), mask, self.init_cache(b, t), 0,
-                             hidden_layers)
+                             hidden_layers, lora)
     return self.logits(h), states
 
 
-@functools.partial(nnx.jit, static_argnames=("hidden_layers",))
+def model_mesh(model: nnx.Module):
+  """The training mesh the model's parameters live on, or None (one device, another mesh, or
+  traced values inside someone else's jit)."""
+  leaves = jax.tree.leaves(nnx.state(model))
+  if not leaves or isinstance(leaves[0], jax.core.Tracer) or not isinstance(leaves[0], jax.Array):
+    return None
+  sharding = leaves[0].sharding
+  if isinstance(sharding, NamedSharding) and set(mesh_lib.TRAINING_AXES) <= set(sharding.mesh.axis_names):
+    return sharding.mesh
+  return None
+
+
+def on_mesh(fn):
+  """Runs `fn(model, ...)` under `jax.set_mesh` of the model's training mesh (if any), so the
+  activation constraints inside take effect."""
+  @functools.wraps(fn)
+  def wrapped(model, *args, **kwargs):
+    mesh = model_mesh(model)
+    if mesh is None:
+      return fn(model, *args, **kwargs)
+    with jax.set_mesh(mesh):
+      return fn(model, *args, **kwargs)
+  return wrapped
+
+
+@functools.partial(nnx.jit, static_argnames=("hidden_layers", "lora"))
+def _forward(model: Qwen3, input_ids=None, attention_mask=None, inputs_embeds=None,
+             hidden_layers: tuple[int, ...] = (), lora: bool = True):
+  return model(input_ids, attention_mask, inputs_embeds=inputs_embeds, hidden_layers=hidden_layers, lora=lora)
+
+
+@on_mesh
 def forward(model: Qwen3, input_ids=None, attention_mask=None, inputs_embeds=None,
-            hidden_layers: tuple[int, ...] = ()):
+            hidden_layers: tuple[int, ...] = (), lora: bool = True):
   """`model(...)` compiled: one XLA program instead of one dispatch per operation."""
-  return model(input_ids, attention_mask, inputs_embeds=inputs_embeds, hidden_layers=hidden_layers)
+  return _forward(model, input_ids, attention_mask, inputs_embeds, hidden_layers=tuple(hidden_layers), lora=lora)
 
 
 def positions_from_mask(mask):
   """Rotary positions that skip padding: 0, 1, ... over the real tokens; padding gets 0."""
   return jnp.maximum(jnp.cumsum(mask.astype(jnp.int32), axis=-1) - 1, 0)
 
+
+def add_lora(model: Qwen3, rank: int, key, *, dtype=jnp.float32) -> Qwen3:
+  """Gives every layer's q/k/v/o projections a rank-`rank` LoRA adapter (A: He-uniform, B: zero),
+  in place, and returns the model. The adapters' parameters are `nnx.LoRAParam` in `dtype` (fp32
+  by default, whatever the base dtype; their outputs are cast to it) and are created already
+  sharded like the projections they adapt when the model lives on a training mesh."""
+  if rank < 1:
+    raise ValueError(f"LoRA rank must be >= 1, got {rank}")
+  if getattr(model.model.layers.self_attn, "lora", None) is not None:
+    raise ValueError("the model already has LoRA adapters")
+  cfg = model.cfg
+  build = _stacked(cfg.num_hidden_layers, lambda r: Adapters(cfg, rank, dtype, r))
+
+  graphdef, abstract = nnx.split(nnx.eval_shape(lambda: build(nnx.Rngs(0))))
+  mesh = model_mesh(model)
+  shardings = mesh_lib.logical_sharding(abstract, mesh) if mesh is not None else None
+  state = jax.jit(lambda key: nnx.state(build(nnx.Rngs(key))), out_shardings=shardings)(key)
+  model.model.layers.self_attn.lora = nnx.merge(graphdef, state)
+  return model

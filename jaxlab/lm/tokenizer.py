@@ -4,6 +4,7 @@ with the left-padded batches that `jaxlab.lm.generate` takes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -30,9 +31,11 @@ def encode_batch(tokenizer: Tokenizer, texts: list[str], pad_id: int) -> tuple[n
   return ids, mask
 
 
-def decode_batch(tokenizer: Tokenizer, tokens: np.ndarray, eos_id: int) -> list[str]:
-  """Generated tokens (B, N) -> text, each row cut before its first EOS."""
+def decode_batch(tokenizer: Tokenizer, tokens: np.ndarray, eos_id: int | Sequence[int]) -> list[str]:
+  """Generated tokens (B, N) -> text, each row cut before its first EOS (one id or several)."""
+  eos = {eos_id} if isinstance(eos_id, int) else set(eos_id)
   out = []
   for row in np.asarray(tokens).tolist():
-    out.append(tokenizer.decode(row[:row.index(eos_id)] if eos_id in row else row))
+    end = next((i for i, t in enumerate(row) if t in eos), len(row))
+    out.append(tokenizer.decode(row[:end]))
   return out

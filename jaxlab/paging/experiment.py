@@ -16,9 +16,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from jaxlab.core import mesh as mesh_lib
 from jaxlab.core.config import ConfigError, require, require_int
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-from jaxlab.lm.pretrain import auto_mesh
 from jaxlab.paging import analysis, data, generation, pager as pager_lib, pages, text_buffer, timing, train
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -85,7 +85,7 @@ def token_id(tokenizer, config, field: str) -> int:
 def run(config, workdir):
   workdir = Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  mesh = auto_mesh()
+  mesh = mesh_lib.make_mesh(auto=True)
   lm = checkpoint_io.load(config.model.path, dtype=DTYPES[config.model.dtype], mesh=mesh)
   tokenizer = tok_lib.load_tokenizer(config.model.path)
   eos, pad = token_id(tokenizer, config, "eos_token"), token_id(tokenizer, config, "pad_token")

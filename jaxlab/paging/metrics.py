@@ -29,7 +29,7 @@ import re
 
 from rouge_score import rouge_scorer
 
-from jaxlab.lm.pretrain_eval import normalize  # SQuAD's, the one the base model is measured with
+from jaxlab.data.squad import exact_match, normalize, token_f1  # SQuAD's, as the base model is scored
 
 STOPWORDS = frozenset("""a an the is are was were be been being am of in on at to for from by with
 and or but not no it its this that these those there here as he she they them his her their i you
@@ -37,21 +37,6 @@ we our your my me us do does did has have had will would can could should may mi
 then what which who whom whose where when why how answer question""".split())
 
 _SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-
-
-def exact_match(prediction: str, gold: str) -> float:
-  return float(normalize(prediction) == normalize(gold))
-
-
-def token_f1(prediction: str, gold: str) -> float:
-  pred, ref = normalize(prediction).split(), normalize(gold).split()
-  if not ref:
-    return float(not pred)
-  common = sum((collections.Counter(pred) & collections.Counter(ref)).values())
-  if common == 0:
-    return 0.0
-  precision, recall = common / len(pred), common / len(ref)
-  return 2 * precision * recall / (precision + recall)
 
 
 def rouge_l(prediction: str, gold: str) -> float:
