@@ -194,6 +194,14 @@ def _optimizer(lr, warmup, steps, weight_decay, clip_norm):
                                  mask=matrices))
 
 
+def abstract_state(config, vocab_size: int, mesh):
+  """(graphdef, abstract {"params", "opt_state"}, their shardings on `mesh` by the rules): what a
+  checkpoint is restored into, without building anything."""
+  graphdef, params = nnx.split(nnx.eval_shape(lambda: build_model(config, vocab_size)), nnx.Param)
+  abstract = {"params": params, "opt_state": jax.eval_shape(optimizer(config).init, params)}
+  return graphdef, abstract, mesh_lib.logical_sharding(abstract, mesh)
+
+
 def learning_rate(config, step: int) -> float:
   o = config.optim
   return float(_schedule(o.learning_rate, o.warmup_steps, config.steps)(step))
@@ -217,6 +225,8 @@ def train_step(graphdef, tx, params, opt_state, ids, flags, context_weight):
   activation constraints act and the new state keeps the logical layout of the old."""
   (loss, target_loss), grads = jax.value_and_grad(functools.partial(loss_fn, graphdef), has_aux=True)(
       params, ids, flags, context_weight)
+  # Gradients in the parameters' layout: with FSDP, XLA reduce-scatters them straight into shards.
+  grads = mesh_lib.constrain_state(grads)
   updates, opt_state = tx.update(grads, opt_state, params)
   params = mesh_lib.constrain_state(optax.apply_updates(params, updates))
   return params, mesh_lib.constrain_state(opt_state), {
@@ -256,9 +266,7 @@ def train(config, workdir, mesh=None) -> Trained:
 
   # ---- model and optimizer state: abstract shapes and their shardings by the rules
   tx = optimizer(config)
-  graphdef, abstract_params = nnx.split(nnx.eval_shape(lambda: build_model(config, vocab)), nnx.Param)
-  abstract = {"params": abstract_params, "opt_state": jax.eval_shape(tx.init, abstract_params)}
-  shardings = mesh_lib.logical_sharding(abstract, mesh)
+  graphdef, abstract, shardings = abstract_state(config, vocab, mesh)
 
   # ---- checkpoint: resume, or create the state directly in its shards
   ckpt = train_lib.Checkpoints(workdir / "checkpoints", fingerprint(config))

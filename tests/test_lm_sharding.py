@@ -1,0 +1,171 @@
+"""The LM stack on a (data, fsdp, tensor) mesh of 8 forced CPU devices: sharded logits equal one
+device's, parameters sit where the rules say, FSDP pretraining follows the one-device loss curve,
+checkpoints restore onto other meshes and go on to the same loss, and two processes of 4 devices
+train with fsdp across them."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from jaxlab.core import config as config_lib, mesh as mesh_lib, train as train_lib
+from jaxlab.lm import pretrain
+from jaxlab.lm.generate import generate
+from jaxlab.lm.qwen3 import Qwen3, Qwen3Config, forward
+
+MESHES = [(8, 1, 1), (1, 8, 1), (2, 4, 1), (1, 4, 2), (2, 2, 2)]
+CFG = Qwen3Config(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, rope_theta=1e4, tie_word_embeddings=False)
+# What the rules of jaxlab.core.mesh say, written out: FSDP shards the model dimension, tensor the
+# heads, the MLP width and the vocabulary; the stacked layer axis and the norms are replicated.
+EXPECTED = {
+    "embed_tokens/embedding": ("tensor", "fsdp"), "lm_head/kernel": ("fsdp", "tensor"),
+    "q_proj/kernel": (None, "fsdp", "tensor"), "k_proj/kernel": (None, "fsdp", "tensor"),
+    "v_proj/kernel": (None, "fsdp", "tensor"), "o_proj/kernel": (None, "tensor", "fsdp"),
+    "gate_proj/kernel": (None, "fsdp", "tensor"), "up_proj/kernel": (None, "fsdp", "tensor"),
+    "down_proj/kernel": (None, "tensor", "fsdp"), "norm/weight": (None,), "layernorm/weight": (None, None),
+    "q_norm/weight": (None, None), "k_norm/weight": (None, None),
+}
+
+
+def _mesh(shape):
+  return mesh_lib.training_mesh(dict(zip(mesh_lib.TRAINING_AXES, shape)))
+
+
+ONE = mesh_lib.training_mesh({"data": 1, "fsdp": 1, "tensor": 1}, devices=jax.devices()[:1])
+
+
+def _model(mesh):
+  return mesh_lib.create_sharded(lambda: Qwen3(CFG, rngs=nnx.Rngs(0)), mesh)
+
+
+@pytest.fixture(scope="module")
+def inputs():
+  rng = np.random.default_rng(0)
+  ids = rng.integers(0, CFG.vocab_size, (8, 12)).astype(np.int32)
+  mask = np.ones_like(ids, bool)
+  mask[[1, 5], :4] = False   # left padding in two rows
+  return ids, mask
+
+
+@pytest.fixture(scope="module")
+def one_device(inputs):
+  model = _model(ONE)
+  return model, forward(model, *inputs, hidden_layers=(1,))
+
+
+@pytest.mark.parametrize("shape", MESHES, ids=lambda s: "x".join(map(str, s)))
+def test_sharded_logits_equal_one_device_and_params_follow_the_rules(shape, inputs, one_device):
+  mesh = _mesh(shape)
+  model = _model(mesh)
+  for path, var in nnx.to_flat_state(nnx.state(model)):
+    name = "/".join(map(str, path))
+    spec = next(v for k, v in EXPECTED.items() if name.endswith(k))
+    assert var[...].sharding.is_equivalent_to(NamedSharding(mesh, P(*spec)), var.ndim), name
+  if mesh.shape["fsdp"] > 1:   # the largest matrices are split, never whole on every device
+    for var in (model.model.embed_tokens.embedding, model.model.layers.mlp.up_proj.kernel):
+      assert not var[...].sharding.is_fully_replicated
+      assert var[...].addressable_shards[0].data.size == var.size // (mesh.shape["fsdp"] * mesh.shape["tensor"])
+  logits, states = forward(model, *inputs, hidden_layers=(1,))
+  want_logits, want_states = one_device[1]
+  real = inputs[1]
+  np.testing.assert_allclose(np.asarray(logits)[real], np.asarray(want_logits)[real], atol=1e-5, rtol=0)
+  np.testing.assert_allclose(np.asarray(states[0])[real], np.asarray(want_states[0])[real], atol=1e-5, rtol=0)
+
+
+def test_sharded_generation_equals_one_device(inputs, one_device):
+  ids, mask = inputs
+  want = generate(one_device[0], ids, mask, max_new_tokens=6)
+  np.testing.assert_array_equal(generate(_model(_mesh((2, 2, 2))), ids, mask, max_new_tokens=6), want)
+
+
+# ----------------------------------------------------------------------------- pretraining
+SMOKE = "configs/lm_pretrain.py:smoke"
+
+
+# 20 steps in one curriculum stage (one row length: one compiled step per mesh).
+SHORT = ["--config.steps=20", "--config.checkpoint_every=100", "--config.data.stages=((1.0, 64, 16, 24),)"]
+
+
+def smoke(*overrides):
+  return config_lib.load(SMOKE, [*SHORT, *overrides], validate=pretrain.validate)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+  """20 steps on one device."""
+  return pretrain.train(smoke(), tmp_path_factory.mktemp("one"), mesh=ONE)
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory):
+  """The first 13 steps with FSDP over all 8 devices, saved."""
+  workdir = tmp_path_factory.mktemp("fsdp8")
+  return workdir, pretrain.train(smoke("--config.stop_after=13"), workdir, mesh=_mesh((1, 8, 1)))
+
+
+def test_fsdp_pretraining_follows_the_one_device_loss_curve(uninterrupted, tmp_path):
+  mesh = _mesh((2, 4, 1))
+  run = pretrain.train(smoke(), tmp_path, mesh=mesh)
+  np.testing.assert_allclose(run.losses, uninterrupted.losses, rtol=1e-5)
+  assert np.mean(run.losses[-3:]) < np.mean(run.losses[:3])
+  # Parameters keep their layout through the steps: sharded over fsdp, not gathered.
+  kernel = run.model.model.layers.mlp.up_proj.kernel[...]
+  assert kernel.sharding.is_equivalent_to(NamedSharding(mesh, P(None, "fsdp", "tensor")), 3)
+  assert not kernel.sharding.is_fully_replicated
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 1), (1, 1, 1)], ids=["2x4x1", "one_device"])
+def test_fsdp_checkpoint_restores_onto_another_mesh_and_continues(shape, interrupted, uninterrupted, tmp_path):
+  saved_dir, first = interrupted
+  assert first.step == 13
+  mesh = ONE if shape == (1, 1, 1) else _mesh(shape)
+  config = smoke()
+  vocab = first.tokenizer.get_vocab_size()
+  _, abstract, shardings = pretrain.abstract_state(config, vocab, mesh)
+  with train_lib.Checkpoints(saved_dir / "checkpoints", pretrain.fingerprint(config)) as ckpt:
+    state, meta = ckpt.restore(train_lib.abstract_like(abstract, shardings))
+  assert meta["step"] == 13
+  for path, var in nnx.to_flat_state(state["params"]):
+    assert var[...].sharding == dict(nnx.to_flat_state(shardings["params"]))[path]
+  for a, b in zip(jax.tree.leaves(state["params"]), jax.tree.leaves(nnx.state(first.model, nnx.Param)), strict=True):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  # The same command on a copy of the workdir goes on from step 13 on this mesh.
+  workdir = tmp_path / "resumed"
+  shutil.copytree(saved_dir, workdir)
+  rest = pretrain.train(config, workdir, mesh=mesh)
+  assert rest.start_step == 13 and rest.step == 20
+  np.testing.assert_allclose(first.losses + rest.losses, uninterrupted.losses, rtol=1e-5)
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+def test_fsdp_across_two_processes_equals_one_process(uninterrupted, tmp_path):
+  """`jaxlab run configs/lm_pretrain.py:smoke` as two processes of 4 CPU devices (gloo), with
+  every parameter sharded over all 8 devices, so each process holds half of each matrix."""
+  workdir, port = tmp_path / "two", _free_port()
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", PYTHONUNBUFFERED="1")
+  args = ["run", SMOKE, "--workdir", str(workdir), *SHORT, "--config.mesh.data=1", "--config.mesh.fsdp=8", "--config.eval.num_questions=4",
+          "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+  procs = [subprocess.Popen([sys.executable, "-m", "launch.main", *args, "--process-id", str(i)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+  outs = [p.communicate(timeout=600)[0] for p in procs]
+  assert all(p.returncode == 0 for p in procs), outs
+  log = [json.loads(line) for line in (workdir / "train_log.jsonl").read_text().splitlines()]
+  losses = {row["step"]: row["loss"] for row in log if "loss" in row}
+  np.testing.assert_allclose(losses[20], uninterrupted.losses[-1], rtol=1e-5)
+  assert (workdir / "hf" / "model.safetensors").is_file() and (workdir / "summary.json").is_file()
+  assert (workdir / "tb").is_dir()
