@@ -285,6 +285,27 @@ def test_lora_starts_at_the_base_model_and_trains_apart_from_it(tied):
   np.testing.assert_array_equal(forward(model, ids, mask, lora=False)[0], base)   # the same object, no adapters
 
 
+def test_remat_policies_give_the_same_gradients():
+  cfg = qwen3.Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6,
+                          rope_theta=1e4, tie_word_embeddings=True)
+  ids = jnp.asarray(np.random.default_rng(0).integers(0, 64, (2, 10)))
+  grads = {}
+  for remat in ("none", "full", "dots"):
+    graphdef, params = nnx.split(qwen3.Qwen3(cfg, remat=remat, rngs=nnx.Rngs(0)))
+
+    def loss(params):
+      logits, _ = nnx.merge(graphdef, params)(ids)
+      return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits[:, :-1], ids[:, 1:]))
+
+    grads[remat] = jax.tree.leaves(jax.jit(jax.grad(loss))(params))
+  for remat in ("full", "dots"):
+    for a, b in zip(grads[remat], grads["none"], strict=True):
+      np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)   # recomputation reorders float sums
+  with pytest.raises(ValueError, match="remat='some'"):
+    qwen3.Qwen3(cfg, remat="some", rngs=nnx.Rngs(0))
+
+
 def test_tokenizer_left_pads_and_cuts_at_eos(tmp_path):
   from tokenizers import Tokenizer, models, pre_tokenizers
   vocab = {w: i for i, w in enumerate(["<pad>", "<eos>", "the", "cat", "sat"])}

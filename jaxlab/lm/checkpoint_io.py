@@ -162,11 +162,12 @@ def _reader(parts, transposed: bool, stacked: bool, dtype):
   return read
 
 
-def load(folder: str | Path, *, dtype=None, mesh: Mesh | None = None) -> Qwen3:
+def load(folder: str | Path, *, dtype=None, mesh: Mesh | None = None, remat: str = "none") -> Qwen3:
   """A Qwen3 model from a Hugging Face folder, its parameters sharded over `mesh` by the logical
   axis rules (None: `mesh.training_mesh()`, FSDP over every device; a mesh without the training
   axes, such as the runs mesh, replicates them). `dtype=None` keeps the checkpoint's dtype (that of
-  its embedding: bf16 stays bf16); give one to convert on the way."""
+  its embedding: bf16 stays bf16); give one to convert on the way. `remat` as in `Qwen3`, for
+  gradients through the loaded model (e.g. into soft tokens)."""
   folder = Path(folder)
   cfg = read_config(folder)
   # Auto axes: on a mesh with Explicit axes (`jax.make_mesh`'s default) the mesh becomes part of
@@ -180,7 +181,7 @@ def load(folder: str | Path, *, dtype=None, mesh: Mesh | None = None) -> Qwen3:
       if stored not in DTYPES:
         raise ValueError(f"{files.files['model.embed_tokens.weight']}: unsupported dtype {stored}")
       dtype = DTYPES[stored]
-    graphdef, abstract = nnx.split(nnx.eval_shape(lambda: Qwen3(cfg, dtype=dtype, rngs=nnx.Rngs(0))))
+    graphdef, abstract = nnx.split(nnx.eval_shape(lambda: Qwen3(cfg, dtype=dtype, remat=remat, rngs=nnx.Rngs(0))))
     shardings = dict(nnx.to_flat_state(mesh_lib.logical_sharding(abstract, mesh)))
     loaded = []
     for path, var in nnx.to_flat_state(abstract):
