@@ -41,3 +41,18 @@ def test_logical_names_map_to_mesh_axes_once_per_array():
   assert mesh.spec_of(("embed", "mlp")) == P("fsdp", "tensor")
   assert mesh.spec_of(("embed", "embed")) == P("fsdp", None)   # a mesh axis shards one dimension
   assert mesh.spec_of(("batch", "length", "embed")) == P(("data", "fsdp"), None, None)
+
+
+def test_fitted_spec_leaves_out_axes_that_do_not_fit_and_batches_split_over_data_and_fsdp():
+  P = jax.sharding.PartitionSpec
+  shape = {"data": 2, "fsdp": 4, "tensor": 1}
+  assert mesh.fitted_spec(("embed", "mlp"), (64, 96), shape) == P("fsdp", "tensor")
+  assert mesh.fitted_spec(("embed", "mlp"), (6, 96), shape) == P(None, "tensor")    # 6 % 4
+  assert mesh.fitted_spec(("batch", "length"), (4, 9), shape) == P("data", None)   # 4 rows: data only
+  assert mesh.fitted_spec(("embed",), (64,), {"runs": 8}) == P(None)               # no such axis
+  m = mesh.training_mesh({"data": 2, "fsdp": 4, "tensor": 1})
+  rows = mesh.shard_batch(np.arange(16 * 3).reshape(16, 3), m)
+  assert rows.sharding.spec == P(("data", "fsdp"), None) and rows.addressable_shards[0].data.shape == (2, 3)
+  with jax.set_mesh(m):
+    odd = jax.jit(lambda x: mesh.constrain(x * 2, "batch", "length"))(np.ones((3, 5)))
+  np.testing.assert_array_equal(odd, 2 * np.ones((3, 5)))
