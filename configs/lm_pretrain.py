@@ -1,4 +1,4 @@
-"""A small Qwen3-architecture base model trained from scratch on the pretrain corpus (issue 7).
+"""A small Qwen3-architecture base model trained from scratch on the pretrain corpus.
 
   jaxlab run configs/lm_pretrain.py:smoke --workdir checkpoints/lm_pretrain_smoke   # seconds
   jaxlab run configs/lm_pretrain.py:cpu --workdir checkpoints/lm_pretrain_cpu       # the 2-core recipe

@@ -1,4 +1,4 @@
-"""The synthetic long-document QA set (issue 7, `jaxlab/data/`): determinism, knobs, evidence, TFDS, JSONL."""
+"""The synthetic long-document QA set: determinism, knobs, evidence, TFDS, JSONL."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Long documents with planted evidence, and their questions (issue 7, `jaxlab/data/`).
+"""Long documents with planted evidence, and their questions.
 
 A document is a stream of passages: distractor passages (true facts about other entities of the
 same world, including the question's own relations) and neutral filler, with the one or two

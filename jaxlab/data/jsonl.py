@@ -1,4 +1,4 @@
-"""Local JSONL files in the published long-document QA schema (issue 7, `jaxlab/data/`).
+"""Local JSONL files in the published long-document QA schema.
 
 One JSON object per line with string fields id, document, question, gold_answer and task_type
 ("single_fact" | "multi_hop"); extra fields (evidence positions, ...) are kept as they are. A bad

@@ -1,8 +1,8 @@
-"""Word lists and prose templates of the synthetic long-document QA world (issue 7, `jaxlab/data/`).
+"""Word lists and prose templates of the synthetic long-document QA world.
 
 Every name is a combination of words from these finite lists ("Mara Okafor", "Alder Falls",
 "Corvin Systems"), so the whole generated language has a small, closed word-level vocabulary:
-the base model of issue 7 can use a word-level tokenizer and still meet held-out entities,
+the base model (`configs/lm_pretrain.py`) can use a word-level tokenizer and still meet held-out entities,
 which are unseen *combinations* of known words rather than unknown words.
 """
 

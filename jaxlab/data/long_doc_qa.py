@@ -1,4 +1,4 @@
-"""TFDS builder of the synthetic long-document QA set and its pretraining corpus (issue 7, `jaxlab/data/`).
+"""TFDS builder of the synthetic long-document QA set and its pretraining corpus.
 
 Written as array_record, so neither building nor reading needs TensorFlow:
 

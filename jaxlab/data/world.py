@@ -1,4 +1,4 @@
-"""A procedural world of people, places and organisations with consistent facts (issue 7, `jaxlab/data/`).
+"""A procedural world of people, places and organisations with consistent facts.
 
 Each document gets its own small world drawn from a NumPy Generator, so facts never need to be
 memorised across documents: they must be read. Entity names are combinations of lexicon words,

@@ -1,4 +1,4 @@
-"""Pretraining a small Qwen3-architecture base model from scratch (issue 7, "A small base model").
+"""Pretraining a small Qwen3-architecture base model from scratch.
 
 The rows (prompt formats, word-level tokenizer, curriculum stages) are built by
 `jaxlab.lm.pretrain_data`; exact match and the report live in `jaxlab.lm.pretrain_eval`; the

@@ -1,4 +1,4 @@
-"""The pretraining rows of the small base model (issue 7, "A small base model"): prompt formats,
+"""The pretraining rows of the small base model: prompt formats,
 the word-level tokenizer, and the encoded curriculum stages.
 
 Formats (the latent pager uses the same ones, see docs/lm.md):
