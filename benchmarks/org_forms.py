@@ -1,61 +1,78 @@
-"""Org forms: the jitted, vmapped, sharded main grid against the NumPy loop it replaces.
+"""Org forms (swarm-org-forms.md): the jitted, sharded model against batched NumPy, fairly.
 
-  python benchmarks/org_forms.py                 # CPU: 2,700-run main grid; NumPy on 1 seed per cell
-  python benchmarks/org_forms.py --size gpu      # 27,000 runs (300 seeds per cell) for an accelerator
+  python benchmarks/org_forms.py                          # CPU: 2,700 runs of the main grid
+  python benchmarks/org_forms.py --scaling docs/benchmarks_org_forms.png   # + runs/s vs batch size
+  python benchmarks/org_forms.py --size gpu               # 27,000 runs (JAX columns are the point there)
 
-Both sides run the same cells of the `repro` main grid (3 structures x 5 x 3 x 2 shares), each
-drawing its own worlds. NumPy runs one run at a time (benchmarks/org_forms_numpy.py); JAX runs the
-whole grid as one program sharded over every device (on a CPU, one device per core). Prints runs
-per second of each and the ratio; compilation is timed apart and not counted.
+Runs are the `repro` main grid (3 structures x 5 coordinator x 3 specialist x 2 communicator
+shares), seed-major, so any batch covers every cell. JAX runs `model.batch_fn` through
+`mesh.map_runs`, worlds drawn by the jitted core; batched NumPy (`org_forms_numpy.draw_worlds` +
+`simulate_batch`) draws its worlds with NumPy's generator and loops over the 200 periods with
+every run on a leading axis; the loop column is `org_forms_numpy.simulate`, one run at a time.
+How the columns are pinned to cores and timed: benchmarks/common.py.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
-import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import common  # noqa: E402
+from benchmarks import common, org_forms_numpy as ref  # noqa: E402
 
-SIZES = {"cpu": 30, "gpu": 300}   # seeds per cell
+NAME, UNIT = "org forms", "runs"
+SIZES = {"tiny": dict(runs=64, loop=2), "cpu": dict(runs=2700, loop=20), "gpu": dict(runs=27_000, loop=20)}
 
 
-def main():
-  args = common.start(__doc__, SIZES, lambda p: p.add_argument(
-      "--numpy-seeds", type=int, default=1, help="seeds per cell for the NumPy side"))
-  import jax
-  import numpy as np
-
-  from benchmarks import org_forms_numpy as ref
-  from jaxlab.core import config as config_lib, mesh
-  from jaxlab.swarm.org_forms import experiment, grid, model
-
-  seeds = SIZES[args.size]
-  config = config_lib.load("configs/org_forms.py:repro", [f"--config.seeds={seeds}"], experiment.validate)
+@functools.lru_cache(maxsize=None)
+def setup():
+  """(model constants, the main grid's cells as runs-table rows of seed 0)."""
+  from jaxlab.core import config as config_lib
+  from jaxlab.swarm.org_forms import experiment, grid
+  config = config_lib.load("configs/org_forms.py:repro", ["--config.seeds=2"], experiment.validate)
   table = grid.build(config)
-  main_rows = table["study"] == grid.STUDIES.index("main")
-  inputs = {k: v[main_rows] for k, v in grid.model_inputs(table).items()}
-  k = experiment.constants(config)
+  main = (table["study"] == grid.STUDIES.index("main")) & (table["seed"] == 0)
+  return experiment.constants(config), {key: v[main] for key, v in grid.model_inputs(table).items()}
+
+
+def rows(start: int, stop: int) -> dict:
+  """Runs [start, stop) of the benchmark's sweep: run i is cell i % cells at seed i // cells."""
+  _, cells = setup()
+  i = np.arange(start, stop)
+  out = {key: v[i % len(cells["seed"])] for key, v in cells.items()}
+  out["seed"] = (i // len(cells["seed"])).astype(np.int32)
+  return out
+
+
+def jax_program(size: str, n: int):
+  import jax
+  from jaxlab.core import mesh
+  from jaxlab.swarm.org_forms import model
+  k, _ = setup()
+  inputs, m = rows(0, n), mesh.make_mesh()
   fn = model.batch_fn(k)
-  m = mesh.make_mesh()
-  n = len(inputs["seed"])
-  print(f"devices: {m.size} x {jax.devices()[0].platform}; main grid: {n} runs")
+  return lambda: jax.block_until_ready(mesh.map_runs(fn, inputs, m, common.block_for_platform()))
 
-  out, compile_s, jax_s = common.timed_twice(lambda: mesh.map_runs(fn, inputs, m, common.block_for_platform()))
 
-  first = inputs["seed"] < args.numpy_seeds
-  rng = np.random.default_rng(0)
-  t0 = time.perf_counter()
-  for i in np.nonzero(first)[0]:
-    row = {key: v[i] for key, v in inputs.items()}
-    ref.simulate(ref.draw_world(rng, row["counts"], int(row["structure"]), k), row, k)
-  numpy_s = time.perf_counter() - t0
-  n_numpy = int(first.sum())
+def numpy_batched(size: str, start: int, stop: int) -> dict:
+  k, _ = setup()
+  r = rows(start, stop)
+  return ref.simulate_batch(ref.draw_worlds(np.random.default_rng([k.root_seed, start]), r, k), r, k)
 
-  common.report("runs", n, jax_s, compile_s, n_numpy, numpy_s)
-  print(f"check : mean cumulative revenue over the grid {float(np.mean(out['cum_revenue'])):.3f}")
+
+def numpy_loop(size: str, start: int, stop: int) -> list:
+  k, _ = setup()
+  r = rows(start, stop)
+  rng = np.random.default_rng([k.root_seed, start])
+  out = []
+  for i in range(stop - start):
+    row = {key: v[i] for key, v in r.items()}
+    out.append(ref.simulate(ref.draw_world(rng, row["counts"], int(row["structure"]), k), row, k))
+  return out
 
 
 if __name__ == "__main__":
-  main()
+  common.main_for("benchmarks.org_forms", __doc__)

@@ -1,6 +1,14 @@
-"""The org-forms model as a researcher would first write it: NumPy, one run at a time, a loop over
-periods, explicit beliefs and blocks. It is the baseline `benchmarks/org_forms.py` times, and the
-tests feed it the worlds JAX draws to check that the jitted model computes the same figures.
+"""The org-forms model (swarm-org-forms.md) in NumPy, twice: one run at a time, and batched.
+
+`draw_world` / `simulate` are the model as a researcher would first write it: one run, a loop
+over periods, explicit beliefs and blocks, float64. It is the per-run reference column of
+`benchmarks/org_forms.py`.
+
+`draw_worlds` / `simulate_batch` are what a good NumPy programmer would write to sweep it: every
+run on a leading axis, float32 like the jitted model, the same algebra as `model.py` (the
+organization recomputed only at promotion, beliefs as decay x specialty + a common mixture), and
+a Python loop only over the periods, which are sequential. The tests feed both the worlds JAX
+draws and check that they compute the jitted model's figures.
 """
 
 from __future__ import annotations
@@ -133,3 +141,173 @@ def simulate(world: dict, row: dict, k: Constants) -> dict:
       agree_pre=h["u"][pre].mean(), agree_post=h["u"][~pre].mean(),
       post_revenue=h["revenue"][post].sum(), post_discovery=h["discovery"][post].sum(),
       post_output=h["y"][post].mean(), post_coord_loss=h["loss"][post].mean())
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched: every run on a leading axis (r), float32, a loop over periods only.
+
+F32 = np.float32
+
+
+def _sigmoid32(x):
+  return (1 / (1 + np.exp(-x))).astype(F32)
+
+
+def _onehot(i, n):
+  return (i[..., None] == np.arange(n)).astype(F32)
+
+
+def _vecmat(x, m):
+  """x (r, a) times m (r, a, b) per run -> (r, b)."""
+  return np.matmul(x[:, None, :], m)[:, 0]
+
+
+def roles_of(counts, n_agents: int):
+  """Agent i's role per run from the role counts (specialists first, then generalists, ...)."""
+  return (np.arange(n_agents)[None, :, None] >= np.cumsum(counts, axis=1)[:, None, :]).sum(-1)
+
+
+def draw_worlds(rng: np.random.Generator, rows: dict, k: Constants) -> dict:
+  """The runs' random worlds with NumPy's generator, distributed as `model.draw_world`'s."""
+  r, n, K, T = len(rows["seed"]), k.n_agents, k.n_domains, k.periods
+  role = roles_of(rows["counts"], n)
+  traits = _sigmoid32(PROTOTYPES[role] + F32(k.sigma) * rng.standard_normal((r, n, 5), F32))
+  main = _onehot(rng.integers(0, K, (r, n)), K)
+  alpha = np.where((role == SPECIALIST)[..., None], k.specialist_other + (k.specialist_main - k.specialist_other) * main, 1.0)
+  g = rng.standard_gamma(alpha).astype(F32)
+  specialty = g / g.sum(-1, keepdims=True)
+  position = np.argsort(rng.random((r, n)), axis=1)
+  block = np.where((rows["structure"] == 0)[:, None], 0, position // (n // k.n_blocks))
+  first = rng.integers(0, K, (r, T))
+  second = (first + rng.integers(1, K, (r, T))) % K
+  g = rng.standard_gamma(k.task_concentration, (r, T, K)).astype(F32)
+  tasks = np.where((rng.random((r, T)) < k.task_sparse_prob)[..., None],
+                   (_onehot(first, K) + _onehot(second, K)) / 2, g / g.sum(-1, keepdims=True))
+  perm = np.argsort(rng.random((r, K)), axis=1)
+  tasks[:, k.shock:] = np.take_along_axis(tasks[:, k.shock:], perm[:, None, :], axis=2)
+  return dict(traits=traits, role=role, specialty=specialty, block=block, tasks=tasks)
+
+
+def _top_batch(mask, score, count):
+  """Per run, the `count` highest-scoring agents within `mask` (ties: lower index first)."""
+  order = np.argsort(np.where(mask, -score, np.inf), axis=1, kind="stable")
+  rank = np.argsort(order, axis=1)
+  return mask & (rank < np.reshape(count, (-1, 1)))
+
+
+def _promote_batch(traits, role, m_window, rows, k: Constants):
+  d, b, c, kk, a = np.moveaxis(traits, -1, 0)
+  maker = role <= 1
+  rule = rows["promotion"][:, None]
+  moved = _top_batch(maker, np.where(rule == PETER, d, b), k.promote_n) & ((rule == PETER) | (rule == MATCH))
+  new_c = _sigmoid32(F32(k.beta0) + rows["beta1"][:, None] * d + F32(k.beta2) * b)
+  winners = _top_batch(maker, m_window, maker.sum(1) // 4) & (rule == TOURNAMENT)
+  a = np.where(winners, _sigmoid32(np.log(a) - np.log1p(-a) + F32(k.prize)), a)
+  traits = np.stack([np.where(moved, F32(0), d), b, np.where(moved, new_c, c), kk, a], axis=-1)
+  return traits, np.where(moved, COORDINATOR, role)
+
+
+def _organization_batch(traits, role, block, rows, k: Constants) -> dict:
+  """Per run, what stays fixed between promotions (see `model._organization`)."""
+  d, b, c, kk, a = np.moveaxis(traits, -1, 0)
+  n, NB = k.n_agents, k.n_blocks
+  blocks = _onehot(block, NB)                                       # (r, n, NB)
+  size = blocks.sum(1)
+  is_c, is_k = (role == COORDINATOR).astype(F32), (role == COMMUNICATOR).astype(F32)
+  s_c, n_c, n_k = _vecmat(c * is_c, blocks), _vecmat(is_c, blocks), _vecmat(is_k, blocks)
+  k_bar = np.where(n_k > 0, _vecmat(kk * is_k, blocks) / np.maximum(n_k, 1), F32(0))
+  rho = _sigmoid32(F32(k.eta_c) * s_c / np.maximum(size, 1) + F32(k.eta_k) * k_bar)
+  gamma, alpha = rows["gamma"][:, None], rows["alpha"][:, None, None]
+  effort = np.where(size > 0, rho + (1 - rho) * np.maximum(size, 1) ** gamma, F32(0))
+  cross_load = F32(k.cross_weight * NB * (NB - 1) / 2)
+  cross = (rows["structure"] == MODULES)[:, None]
+  pairs = np.where((rows["load"] == GRAICUNAS)[:, None], size * (F32(2) ** (size - 1) + size - 1),
+                   size * (size - 1) / 2)
+  load = np.array([k.load_even, k.load_odd], F32)[None, :, None] * pairs[:, None, :]    # (r, 2, NB)
+  s_c2 = s_c[:, None, :]
+  factor = np.where(load > 0, np.exp(-alpha * np.maximum(F32(0), load - s_c2) / (load + 1)), F32(1))
+  surplus = np.maximum(F32(0), s_c2 - load)
+  s_cross = surplus.sum(-1)                                         # (r, 2)
+  f_cross = np.where(cross, np.exp(-alpha[:, :, 0] * np.maximum(F32(0), cross_load - s_cross) / (cross_load + 1)), F32(1))
+  used = np.where(cross, np.minimum(s_cross, cross_load), F32(0))
+  kept = np.where(s_cross > 0, 1 - used / np.maximum(s_cross, F32(1e-30)), F32(1))
+  idle_c = np.where(s_c2 > load, surplus * kept[..., None] / np.maximum(s_c2, F32(1e-30)) * n_c[:, None, :], F32(0)).sum(-1)
+  loss = (size[:, None, :] * (1 - factor)).sum(-1) / F32(n)
+  n_comm = is_k.sum(1)
+  mean_k = np.where(n_comm > 0, (kk * is_k).sum(1) / np.maximum(n_comm, 1), F32(0))
+  return dict(blocks=blocks, effort=effort, agent_effort=(blocks @ effort[..., None])[..., 0],
+              mean_effort=(size * effort).sum(1) / F32(n), factor=factor, f_cross=f_cross, idle_c=idle_c,
+              loss=loss, maker=role <= 1, p1=F32(k.p1_base) + F32(k.p1_gain) * mean_k)
+
+
+def _masked_median_batch(x, mask):
+  """Per run, the median of x[mask] (0 where the mask is empty)."""
+  xs = np.sort(np.where(mask, x, np.inf), axis=1)
+  n = mask.sum(1)
+  lo = np.take_along_axis(xs, np.maximum((n - 1) // 2, 0)[:, None], 1)[:, 0]
+  hi = np.take_along_axis(xs, np.minimum(n // 2, x.shape[1] - 1)[:, None], 1)[:, 0]
+  return np.where(n > 0, (lo + hi) / 2, F32(0))
+
+
+def simulate_batch(world: dict, rows: dict, k: Constants) -> dict:
+  """Every run's figures (`model.METRICS`, each (r,)) from their worlds and runs-table rows."""
+  n, K, T = k.n_agents, k.n_domains, k.periods
+  s = world["specialty"].astype(F32)
+  tasks = world["tasks"].astype(F32)
+  rows = {name: np.asarray(v, F32 if name in ("alpha", "gamma", "beta1") else None) for name, v in rows.items()}
+  r = len(s)
+  fit = np.matmul(tasks, np.swapaxes(s, 1, 2))                      # (r, T, n): s_i . q_t
+  one_minus_h = 1 + (s * np.log(np.maximum(s, F32(1e-30)))).sum(-1) / F32(np.log(K))
+  code = np.full((r, K), 1 / K, F32)
+  decay, common = np.ones(r, F32), np.zeros((r, K), F32)
+  m_window = np.zeros((r, n), F32)
+  h = {name: np.zeros((T, r), F32) for name in ("y", "revenue", "discovery", "u", "iota", "y_net", "effort", "loss")}
+  traits, role = world["traits"].astype(F32), world["role"]
+  for t in range(T):
+    if t == 0 or t == k.promote_t:
+      if t == k.promote_t:
+        traits, role = _promote_batch(traits, role, m_window, rows, k)
+      d, b, c, kk, a = np.moveaxis(traits, -1, 0)
+      org = _organization_batch(traits, role, world["block"], rows, k)
+      maker = org["maker"]
+      n_makers = maker.sum(1)
+      makers_f = maker.astype(F32)
+    lev = t % 2
+    shocked = t >= k.shock
+    m = a * d * fit[:, t] if shocked else a * b * one_minus_h
+    y = org["f_cross"][:, lev] * (_vecmat(m, org["blocks"]) * org["effort"] * org["factor"][:, lev]).sum(1)
+    believed = np.argmax(decay[:, None, None] * s + common[:, None, :], axis=2)
+    agree = maker & (believed == np.argmax(code, axis=1)[:, None])
+    u = np.where(n_makers > 0, agree.sum(1) / np.maximum(n_makers, 1), 0).astype(F32)
+    em = org["agent_effort"] * m
+    idle_m = (maker & (em < _masked_median_batch(em, maker)[:, None] / 2)).sum(1)
+    iota = (org["idle_c"][:, lev] + idle_m) / F32(n)
+    q = tasks[:, t]
+    better = maker & (fit[:, t] > (code * q).sum(1)[:, None])
+    n_better = better.sum(1)
+    mean_a = np.where(n_better > 0, (a * better).sum(1) / np.maximum(n_better, 1), F32(0))
+    p2 = F32(k.p2_base) + F32(k.p2_gain) * mean_a
+    weights = m * makers_f
+    vote = _vecmat(weights, s) / np.maximum(weights.sum(1), F32(1e-30))[:, None]
+    code = (1 - p2)[:, None] * code + p2[:, None] * vote
+    code = code / code.sum(1, keepdims=True)
+    p1 = org["p1"]
+    decay, common = (1 - p1) * decay, (1 - p1)[:, None] * common + p1[:, None] * code
+    if k.promote_t - k.prize_window <= t < k.promote_t:
+      m_window = m_window + m
+    z = F32(shocked)
+    h["y"][t], h["u"][t], h["iota"][t] = y, u, iota
+    h["revenue"][t], h["discovery"][t] = y * (1 - z) * u, y * z * (1 - u)
+    h["y_net"][t] = y * (1 - np.maximum(F32(0), iota - F32(k.iota0)))
+    h["effort"][t], h["loss"][t] = org["mean_effort"], org["loss"][:, lev]
+  t = np.arange(T)
+  pre, post, high = t < k.shock, t >= k.promote_t, t % 2 == 1
+  return dict(
+      cum_revenue=h["revenue"].sum(0), cum_discovery=h["discovery"].sum(0),
+      cum_revenue_high=h["revenue"][high].sum(0), cum_discovery_high=h["discovery"][high].sum(0),
+      cum_output=h["y"].sum(0), cum_output_net=h["y_net"].sum(0),
+      mean_effort=h["effort"].mean(0), mean_coord_loss=h["loss"].mean(0),
+      idle_mean=h["iota"].mean(0), idle_median=np.median(h["iota"], axis=0),
+      agree_pre=h["u"][pre].mean(0), agree_post=h["u"][~pre].mean(0),
+      post_revenue=h["revenue"][post].sum(0), post_discovery=h["discovery"][post].sum(0),
+      post_output=h["y"][post].mean(0), post_coord_loss=h["loss"][post].mean(0))

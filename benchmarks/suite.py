@@ -1,0 +1,158 @@
+"""Every benchmark in one command, with one JSON of figures: the accelerator suite and the CPU table.
+
+  python benchmarks/suite.py --size gpu --out results.json     # one accelerator, under 8 minutes
+  python benchmarks/suite.py --size tiny --out /tmp/tiny.json  # the same code paths on CPU, in the tests
+  python benchmarks/suite.py --size cpu --out docs/benchmarks.json --markdown docs/benchmarks_table.md \
+      --scaling docs                                           # the fair CPU table (and curves) of the docs
+
+`gpu` and `tiny` run each simulation family's jitted program at that size on the devices JAX
+finds (every figure: runs per second and the compile time, measured in a fresh process, see
+common.py), then `benchmarks/developmental.py` (MJX env-steps/s) and `benchmarks/lm.py` (MFU) at the
+same size, whose printed lines are kept and parsed. `cpu` runs the fair comparison of every family
+(loop, batched NumPy and JAX on 1 core and on all cores) and, with --scaling DIR, the runs/s
+against batch size curves as DIR/benchmarks_<family>.png. The JSON records the device, the date
+and the machine's load average at the start and end, since timings on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common  # noqa: E402
+
+FAMILIES = ("benchmarks.org_forms", "benchmarks.hidden_gems", "benchmarks.proactive_memory",
+            "benchmarks.harness_vs_brain")
+SCRIPTS = ("developmental", "lm")     # their own scripts; the suite runs them and reads what they print
+NUMBER = re.compile(r"[-+]?\d[\d,]*\.?\d*(?:e[-+]?\d+)?")
+
+
+def parse_figures(text: str) -> dict:
+  """A printed benchmark's figures: for every `label: ...` line, the numbers in it, in order.
+  (Kept beside the raw lines, so a changed format loses no information.)"""
+  figures = {}
+  for line in text.splitlines():
+    if ":" not in line:
+      continue
+    label, rest = line.split(":", 1)
+    numbers = [float(x.replace(",", "")) for x in NUMBER.findall(rest) if x.replace(",", "").strip(".")]
+    if numbers:
+      figures[" ".join(label.split())] = numbers
+  return figures
+
+
+def run_script(name: str, size: str, log=print) -> dict:
+  """benchmarks/<name>.py --size SIZE in a fresh process; its lines and parsed figures."""
+  module = importlib.import_module(f"benchmarks.{name}")
+  if size not in module.SIZES:
+    log(f"  {name}: no `{size}` size in benchmarks/{name}.py, skipped")
+    return dict(skipped=f"benchmarks/{name}.py has no --size {size}")
+  env = {**os.environ, "PYTHONPATH": str(common.ROOT)}
+  env["XLA_FLAGS"] = common._xla_flags(None, single_core=False)
+  t0 = time.perf_counter()
+  done = subprocess.run([sys.executable, str(common.ROOT / "benchmarks" / f"{name}.py"), "--size", size],
+                        env=env, cwd=common.ROOT, capture_output=True, text=True)
+  seconds = time.perf_counter() - t0
+  lines = done.stdout.strip().splitlines()
+  for line in lines:
+    log(f"  {name}: {line}")
+  if done.returncode != 0:
+    log(done.stderr[-3000:])
+    return dict(failed=done.returncode, stderr=done.stderr[-3000:], lines=lines, seconds=seconds)
+  return dict(lines=lines, figures=parse_figures(done.stdout), seconds=seconds)
+
+
+def device_suite(size: str, log=print) -> dict:
+  """Each family's jitted program at `size` on the devices JAX finds, then the two scripts."""
+  out = {}
+  for module in FAMILIES:
+    fam = importlib.import_module(module)
+    n = fam.SIZES[size]["runs"]
+    m = common.measure(module, "jax", size, n, repeats=2, cpu=False)
+    out[fam.NAME] = dict(unit=fam.UNIT, runs=n, seconds=m["seconds"], rate=n / m["seconds"],
+                         compile_s=m["compile_s"], devices=m["devices"], device_kind=m["device_kind"],
+                         platform=m["platform"])
+    log(f"{fam.NAME}: {n} {fam.UNIT} in {m['seconds']:.3f} s = {n / m['seconds']:,.1f} {fam.UNIT}/s on "
+        f"{m['devices']} x {m['device_kind']} (compile {m['compile_s']:.1f} s)")
+  for name in SCRIPTS:
+    out[name] = run_script(name, size, log)
+  return out
+
+
+def cpu_suite(size: str, scaling_dir: str | None, max_power: int, log=print) -> dict:
+  out = {}
+  for module in FAMILIES:
+    fam = importlib.import_module(module)
+    log(f"{fam.NAME}: {fam.SIZES[size]['runs']} {fam.UNIT} (loop on {fam.SIZES[size]['loop']})")
+    out[fam.NAME] = {"compare": common.compare(module, size, log=log)}
+    log(out[fam.NAME]["compare"]["line"])
+    if scaling_dir:
+      curve = common.scaling(module, size, range(6, max_power + 1), log=log)
+      path = Path(scaling_dir) / f"benchmarks_{module.split('.')[-1]}.png"
+      common.plot_scaling(curve, path)
+      out[fam.NAME]["scaling"] = dict(curve, png=str(path))
+  return out
+
+
+def markdown(result: dict) -> str:
+  """The docs' table: per family every column's rate, JAX's compile time and the three ratios."""
+  head = ("| family | loop, 1 core | batched NumPy, 1 core | JAX, 1 core | batched NumPy, all cores "
+          "| JAX, all cores | JAX compile (1 core / all) | jax/numpy-batched, 1 core | all cores "
+          "| jax/numpy-loop |\n|---|---|---|---|---|---|---|---|---|---|\n")
+  rows = []
+  for name, fam in result["families"].items():
+    c = fam["compare"]
+    r, cols, u = c["rates"], c["columns"], c["unit"]
+    rows.append(f"| {name} ({cols['numpy_1core']['runs']:,} {u}) | {r['loop']:,.1f} | {r['numpy_1core']:,.1f} "
+                f"| {r['jax_1core']:,.1f} | {r['numpy_all']:,.1f} | {r['jax_all']:,.1f} "
+                f"| {cols['jax_1core']['compile_s']:.1f} s / {cols['jax_all']['compile_s']:.1f} s "
+                f"| **{c['ratio_1core']:.1f}x** | **{c['ratio_all']:.1f}x** | {c['ratio_loop']:.1f}x |")
+  m = result["machine"]
+  return (f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), load average {m['load_start']:.1f} at the "
+          f"start and {m['load_end']:.1f} at the end; rates in {'/'.join(sorted({f['compare']['unit'] for f in result['families'].values()}))}"
+          " per second, best of 2 calls.\n\n" + head + "\n".join(rows) + "\n")
+
+
+def machine() -> dict:
+  cpu = platform.processor() or platform.machine()
+  try:
+    cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+  except (OSError, StopIteration):
+    pass
+  return dict(date=datetime.date.today().isoformat(), cpu=cpu, cores=common.CORES, load_start=os.getloadavg()[0])
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--size", choices=("tiny", "cpu", "gpu"), default="gpu")
+  parser.add_argument("--out", default="results.json", help="where the JSON of every figure goes")
+  parser.add_argument("--markdown", metavar="PATH", help="(--size cpu) also write the docs' table here")
+  parser.add_argument("--scaling", metavar="DIR", help="(--size cpu) also measure and plot the scaling curves")
+  parser.add_argument("--max-power", type=int, default=14, help="largest scaling batch: 2^this runs")
+  args = parser.parse_args(argv)
+  t0 = time.perf_counter()
+  result = {"size": args.size, "machine": machine()}
+  if args.size == "cpu":
+    result["families"] = cpu_suite(args.size, args.scaling, args.max_power)
+  else:
+    result["families"] = device_suite(args.size)
+  result["machine"]["load_end"] = os.getloadavg()[0]
+  result["seconds"] = time.perf_counter() - t0
+  Path(args.out).write_text(json.dumps(result, indent=1))
+  if args.markdown and args.size == "cpu":
+    Path(args.markdown).write_text(markdown(result))
+  print(f"suite ({args.size}): {result['seconds']:.0f} s; figures in {args.out}")
+
+
+if __name__ == "__main__":
+  main()
