@@ -34,7 +34,7 @@ from benchmarks import common  # noqa: E402
 FAMILIES = ("benchmarks.org_forms", "benchmarks.hidden_gems", "benchmarks.proactive_memory",
             "benchmarks.harness_vs_brain")
 SCRIPTS = ("developmental", "lm")     # their own scripts; the suite runs them and reads what they print
-NUMBER = re.compile(r"[-+]?\d[\d,]*\.?\d*(?:e[-+]?\d+)?")
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*\.?\d*(?:e[-+]?\d+)?")   # not the 16 of "bf16"
 
 
 def parse_figures(text: str) -> dict:
