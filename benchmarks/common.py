@@ -295,14 +295,15 @@ def main_for(module: str, doc: str) -> None:
   parser.add_argument("--size", choices=sorted(fam.SIZES), default="cpu")
   parser.add_argument("--repeats", type=int, default=2, help="timed calls per column (the best counts)")
   parser.add_argument("--scaling", metavar="PNG", help="also measure runs/s against batch size; plot here")
-  parser.add_argument("--max-power", type=int, default=14, help="largest batch of the scaling curve: 2^this")
+  parser.add_argument("--powers", type=int, nargs="+", default=list(range(6, 15)),
+                      help="batches of the scaling curve: 2^p runs for each p")
   parser.add_argument("--json", metavar="PATH", help="write every figure here")
   args = parser.parse_args()
   print(f"{fam.NAME} ({args.size}): {fam.SIZES[args.size]['runs']} {fam.UNIT}, loop on "
         f"{fam.SIZES[args.size]['loop']}; {CORES} cores")
   result = {"compare": compare(module, args.size, args.repeats)}
   if args.scaling:
-    result["scaling"] = scaling(module, args.size, range(6, args.max_power + 1))
+    result["scaling"] = scaling(module, args.size, args.powers)
     plot_scaling(result["scaling"], args.scaling)
   if args.json:
     Path(args.json).write_text(json.dumps(result, indent=1))

@@ -89,7 +89,7 @@ def device_suite(size: str, log=print) -> dict:
   return out
 
 
-def cpu_suite(size: str, scaling_dir: str | None, max_power: int, log=print) -> dict:
+def cpu_suite(size: str, scaling_dir: str | None, powers, cap_s: float, log=print) -> dict:
   out = {}
   for module in FAMILIES:
     fam = importlib.import_module(module)
@@ -97,7 +97,7 @@ def cpu_suite(size: str, scaling_dir: str | None, max_power: int, log=print) -> 
     out[fam.NAME] = {"compare": common.compare(module, size, log=log)}
     log(out[fam.NAME]["compare"]["line"])
     if scaling_dir:
-      curve = common.scaling(module, size, range(6, max_power + 1), log=log)
+      curve = common.scaling(module, size, powers, cap_s, log=log)
       path = Path(scaling_dir) / f"benchmarks_{module.split('.')[-1]}.png"
       common.plot_scaling(curve, path)
       out[fam.NAME]["scaling"] = dict(curve, png=str(path))
@@ -138,12 +138,15 @@ def main(argv=None):
   parser.add_argument("--out", default="results.json", help="where the JSON of every figure goes")
   parser.add_argument("--markdown", metavar="PATH", help="(--size cpu) also write the docs' table here")
   parser.add_argument("--scaling", metavar="DIR", help="(--size cpu) also measure and plot the scaling curves")
-  parser.add_argument("--max-power", type=int, default=14, help="largest scaling batch: 2^this runs")
+  parser.add_argument("--powers", type=int, nargs="+", default=list(range(6, 15)),
+                      help="scaling batches: 2^p runs for each p")
+  parser.add_argument("--cap", type=float, default=60.0,
+                      help="a scaling curve stops growing after a call longer than this (seconds)")
   args = parser.parse_args(argv)
   t0 = time.perf_counter()
   result = {"size": args.size, "machine": machine()}
   if args.size == "cpu":
-    result["families"] = cpu_suite(args.size, args.scaling, args.max_power)
+    result["families"] = cpu_suite(args.size, args.scaling, args.powers, args.cap)
   else:
     result["families"] = device_suite(args.size)
   result["machine"]["load_end"] = os.getloadavg()[0]
