@@ -107,8 +107,8 @@ def cpu_suite(size: str, scaling_dir: str | None, powers, cap_s: float, log=prin
 def markdown(result: dict) -> str:
   """The docs' table: per family every column's rate, JAX's compile time and the three ratios."""
   head = ("| family | loop, 1 core | batched NumPy, 1 core | JAX, 1 core | batched NumPy, all cores "
-          "| JAX, all cores | JAX compile (1 core / all) | jax/numpy-batched, 1 core | all cores "
-          "| jax/numpy-loop |\n|---|---|---|---|---|---|---|---|---|---|\n")
+          "| JAX, all cores | JAX compile (1 core / all) | jax/numpy-batched, 1 core | 1 core, CPU seconds "
+          "| all cores | jax/numpy-loop |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
   rows = []
   for name, fam in result["families"].items():
     c = fam["compare"]
@@ -116,11 +116,16 @@ def markdown(result: dict) -> str:
     rows.append(f"| {name} ({cols['numpy_1core']['runs']:,} {u}) | {r['loop']:,.1f} | {r['numpy_1core']:,.1f} "
                 f"| {r['jax_1core']:,.1f} | {r['numpy_all']:,.1f} | {r['jax_all']:,.1f} "
                 f"| {cols['jax_1core']['compile_s']:.1f} s / {cols['jax_all']['compile_s']:.1f} s "
-                f"| **{c['ratio_1core']:.1f}x** | **{c['ratio_all']:.1f}x** | {c['ratio_loop']:.1f}x |")
+                f"| **{c['ratio_1core']:.1f}x** | {c['ratio_1core_cpu']:.1f}x | **{c['ratio_all']:.1f}x** "
+                f"| {c['ratio_loop']:.1f}x |")
   m = result["machine"]
+  busy = [col["cores_used"] for f in result["families"].values() for key, col in f["compare"]["columns"].items()
+          if key.endswith("_all")]
+  units = "/".join(sorted({f["compare"]["unit"] for f in result["families"].values()}))
   return (f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), load average {m['load_start']:.1f} at the "
-          f"start and {m['load_end']:.1f} at the end; rates in {'/'.join(sorted({f['compare']['unit'] for f in result['families'].values()}))}"
-          " per second, best of 2 calls.\n\n" + head + "\n".join(rows) + "\n")
+          f"start and {m['load_end']:.1f} at the end (the all-cores columns kept {min(busy):.2f} to "
+          f"{max(busy):.2f} cores busy); rates in {units} per second, best of 2 calls.\n\n"
+          + head + "\n".join(rows) + "\n")
 
 
 def machine() -> dict:
@@ -140,9 +145,13 @@ def main(argv=None):
   parser.add_argument("--scaling", metavar="DIR", help="(--size cpu) also measure and plot the scaling curves")
   parser.add_argument("--powers", type=int, nargs="+", default=list(range(6, 15)),
                       help="scaling batches: 2^p runs for each p")
+  parser.add_argument("--table-from", metavar="JSON", help="only rebuild --markdown from a saved --size cpu JSON")
   parser.add_argument("--cap", type=float, default=60.0,
                       help="a scaling curve stops growing after a call longer than this (seconds)")
   args = parser.parse_args(argv)
+  if args.table_from:
+    Path(args.markdown).write_text(markdown(json.loads(Path(args.table_from).read_text())))
+    return
   t0 = time.perf_counter()
   result = {"size": args.size, "machine": machine()}
   if args.size == "cpu":
