@@ -22,8 +22,8 @@ sides of a ratio see the same hardware:
 
 Each worker reports the CPU seconds it used per wall second, so the pinning is checked, not assumed.
 Every timing is the best of `repeats` calls after a first call (for JAX the first call compiles:
-its extra time is reported as the compile time). The lines `start`, `timed_twice`, `report` and
-`block_for_platform` are the older single-figure helpers that lm.py and developmental.py use.
+its extra time is reported as the compile time). `start`, `report` and `block_for_platform` are
+the single-figure helpers that lm.py and developmental.py use.
 """
 
 from __future__ import annotations
@@ -63,16 +63,6 @@ def block_for_platform() -> int:
   """Rows a device vectorizes at once: CPUs like small blocks, accelerators take all their rows."""
   import jax
   return 32 if jax.devices()[0].platform == "cpu" else 0
-
-
-def timed_twice(fn):
-  """(result, seconds of the first call (compilation included), seconds of the second)."""
-  t0 = time.perf_counter()
-  fn()
-  first = time.perf_counter() - t0
-  t0 = time.perf_counter()
-  out = fn()
-  return out, first, time.perf_counter() - t0
 
 
 def report(unit: str, jax_n: int, jax_s: float, compile_s: float | None, base_n: int, base_s: float,
@@ -172,7 +162,8 @@ def worker(spec: dict) -> dict:
   return dict(seconds=seconds, cores_used=cpu / seconds, cpu_s=cpu)
 
 
-def _xla_flags(devices: int | None, single_core: bool) -> str:
+def xla_flags(devices: int | None, single_core: bool) -> str:
+  """This process's XLA_FLAGS with the device count and thread flags replaced (None: JAX's default)."""
   kept = [f for f in os.environ.get("XLA_FLAGS", "").split()
           if not f.startswith("--xla_force_host_platform_device_count")
           and not f.startswith("--xla_cpu_multi_thread_eigen") and not f.startswith("intra_op")]
@@ -190,7 +181,7 @@ def measure(module: str, kind: str, size: str, runs: int, cores: int | None = No
   cores = cores or CORES
   env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(ROOT)}
   if kind == "jax":
-    env["XLA_FLAGS"] = _xla_flags(cores if cpu else None, single_core=cpu and cores == 1)
+    env["XLA_FLAGS"] = xla_flags(cores if cpu else None, single_core=cpu and cores == 1)
     if cpu:
       env["JAX_PLATFORMS"] = "cpu"
   spec = dict(module=module, kind=kind, size=size, runs=runs, repeats=repeats,

@@ -58,7 +58,7 @@ def run_script(name: str, size: str, log=print) -> dict:
     log(f"  {name}: no `{size}` size in benchmarks/{name}.py, skipped")
     return dict(skipped=f"benchmarks/{name}.py has no --size {size}")
   env = {**os.environ, "PYTHONPATH": str(common.ROOT)}
-  env["XLA_FLAGS"] = common._xla_flags(None, single_core=False)
+  env["XLA_FLAGS"] = common.xla_flags(None, single_core=False)
   t0 = time.perf_counter()
   done = subprocess.run([sys.executable, str(common.ROOT / "benchmarks" / f"{name}.py"), "--size", size],
                         env=env, cwd=common.ROOT, capture_output=True, text=True)
