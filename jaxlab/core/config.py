@@ -133,7 +133,8 @@ def _apply_override(config, field: str, text: str, where: str) -> None:
 def _parse_overrides(overrides: Sequence[str]) -> list[tuple[str, str]]:
   parsed = []
   for item in overrides:
-    m = re.fullmatch(r"(?:--)?config\.([A-Za-z0-9_.]+)=(.*)", item, re.S)
+    # ':' and '@' occur in keys named after things (strategy_params.evosax:CMA_ES.std_init).
+    m = re.fullmatch(r"(?:--)?config\.([A-Za-z0-9_.:@\-]+)=(.*)", item, re.S)
     if not m:
       raise ConfigError("?", f"cannot read override {item!r}; write --config.FIELD=VALUE")
     parsed.append((m.group(1), m.group(2)))
@@ -180,7 +181,9 @@ def load(spec: str, overrides: Sequence[str] = (), validate: Callable | None = N
     try:
       validate(config)
     except ConfigError as e:
-      where = origins.get(e.field) or _line_of(path, e.field, config.get("variant", arg))
+      # An error inside a block set whole by an override (--config.block='{...}') points at it.
+      set_by = [f for f in origins if e.field == f or e.field.startswith(f + ".")]
+      where = origins[max(set_by, key=len)] if set_by else _line_of(path, e.field, config.get("variant", arg))
       raise ConfigError(e.field, str(e).split(f"config.{e.field}: ", 1)[-1], where) from None
   return config
 
