@@ -3,7 +3,8 @@
 A `Genome` is a brain (K prototype slots, each a feature prototype and a preferred tool) plus a
 harness (tool and sensor masks). K is padded to `KMAX` slots; slots at or past a run's K are
 masked, so every K shares one shape and the whole sweep vmaps. The MLP's width plays K's role:
-hidden units past the width are masked the same way.
+it has `hidden` units (the widest brain of a sweep) and units past a run's width are masked the
+same way, so every width searches the same parameter space and only the live capacity differs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ class Genome:
   tools: jax.Array        # (KMAX,) int32, a preferred tool per slot
   tool_mask: jax.Array    # (N_TOOLS,) bool, installed tools (bare hands always on)
   sensor_mask: jax.Array  # (N_FEATURES,) bool
+  # The brain's own myopic value of each installed tool, as measured when the genome was last
+  # evaluated (world.myopic_tool_value); the brain-directed editor acts on it. Evaluation sets it,
+  # mutation carries it; None in genomes built by hand for scoring.
+  tool_value: jax.Array | None = None
 
 
 def sensed(sensor_mask, seen):
@@ -61,11 +66,6 @@ def _nearest(d, values):
   return best
 
 
-def pick_slot(protos, n_slots, obs, info):
-  """Nearest prototype on the sensed coordinates; slots >= n_slots never win; ties -> lowest slot."""
-  return _nearest(distances(protos, n_slots, obs, info), jnp.arange(KMAX))
-
-
 def installed_or_bare(tool, tool_mask):
   """A tool that is off cannot be used: the agent falls back to bare hands."""
   return jnp.where(tool_mask[tool], tool, world.BARE)
@@ -90,7 +90,8 @@ def random_genome(key, tool_p: float = 0.5, sensor_p: float = 0.5) -> Genome:
       protos=protos.reshape(KMAX, world.N_FEATURES),
       tools=uniform_int(tools, 1, world.N_TOOLS),
       tool_mask=(tools_on < tool_p).at[world.BARE].set(True),
-      sensor_mask=sensors_on < sensor_p)
+      sensor_mask=sensors_on < sensor_p,
+      tool_value=jnp.zeros(world.N_TOOLS))
 
 
 def uniform_int(u, low, high):
@@ -105,23 +106,35 @@ def field_kit():
 
 
 class MLP(nn.Module):
-  """Sensed features -> KMAX hidden units (the first `width` live) -> one logit per tool."""
+  """Sensed features -> `hidden` tanh units (the first `width` live) -> one logit per tool."""
+  hidden: int = KMAX
 
   @nn.compact
   def __call__(self, obs, width):
-    h = nn.tanh(nn.Dense(KMAX)(obs)) * (jnp.arange(KMAX) < width)
+    h = nn.tanh(nn.Dense(self.hidden)(obs)) * (jnp.arange(self.hidden) < width)
     return nn.Dense(world.N_TOOLS)(h)
 
 
-def mlp_template():
+def mlp_template(hidden: int = KMAX):
   """Zero MLP parameters: the shape evosax ravels, and the search distribution's start."""
-  shapes = jax.eval_shape(MLP().init, jax.random.key(0), jnp.zeros(world.N_FEATURES), KMAX)
+  shapes = jax.eval_shape(MLP(hidden).init, jax.random.key(0), jnp.zeros(world.N_FEATURES), hidden)
   return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
+
+
+def random_mlp(key, hidden: int = KMAX):
+  """An MLP with Flax's default initialization (LeCun-normal weights, zero biases)."""
+  return MLP(hidden).init(key, jnp.zeros(world.N_FEATURES), hidden)
+
+
+def mlp_hidden(params) -> int:
+  """The hidden size of MLP parameters (from the first layer's kernel)."""
+  return params["params"]["Dense_0"]["kernel"].shape[-1]
 
 
 def mlp_tools(params, width, tool_mask, sensor_mask, tasks):
   """The MLP picks the highest-logit tool; an uninstalled pick falls back to bare hands."""
   info = sensed(sensor_mask, tasks["seen"])
   obs = jnp.asarray(world.FEATURES)[tasks["niche"]] * info
-  logits = jax.vmap(lambda o: MLP().apply(params, o, width))(obs)
+  net = MLP(mlp_hidden(params))
+  logits = jax.vmap(lambda o: net.apply(params, o, width))(obs)
   return installed_or_bare(jnp.argmax(logits, axis=-1), tool_mask)
