@@ -207,7 +207,8 @@ def describe(regime: Regime) -> dict:
   params = regime.params
   scalars = {f: np.asarray(getattr(params, f) if dataclasses.is_dataclass(params) else params[f]).tolist()
              for f in _fields(params)}
-  scalars = {f: v for f, v in scalars.items() if not isinstance(v, list)}
+  # float32 hyperparameters as they were written (0.06, not 0.05999999865889549).
+  scalars = {f: float(f"{v:.7g}") if isinstance(v, float) else v for f, v in scalars.items() if not isinstance(v, list)}
   inner = getattr(regime.strategy, "algorithm", regime.strategy)
   return {"strategy": type(inner).__name__, "genome": regime.genome.name, "params": scalars,
           "selection": "myopic F" if regime.myopic else "F"}

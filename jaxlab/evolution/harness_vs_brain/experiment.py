@@ -6,7 +6,9 @@ are imported first, so a strategy registered in a user's own module runs by name
 
 from __future__ import annotations
 
+import functools
 import json
+import warnings
 from pathlib import Path
 
 import jax
@@ -101,6 +103,45 @@ def programs(config, table, resolved=None):
   return out
 
 
+# LAPACK-backed primitives (CMA-ES and its relatives decompose their covariance with eigh).
+_LAPACK = {"eigh", "cholesky", "lu", "qr", "householder_product", "geqrf", "svd", "schur", "eig", "hessenberg",
+           "tridiagonal", "tridiagonal_solve"}
+
+
+def _primitives(jaxpr) -> set[str]:
+  names = set()
+  for eqn in jaxpr.eqns:
+    names.add(eqn.primitive.name)
+    for value in eqn.params.values():
+      for sub in value if isinstance(value, (tuple, list)) else (value,):
+        inner = getattr(sub, "jaxpr", sub)
+        if hasattr(inner, "eqns"):
+          names |= _primitives(inner)
+  return names
+
+
+@functools.lru_cache(maxsize=None)
+def _uses_lapack(program: sweep.Program, treedef, leaves: tuple) -> bool:
+  rows = treedef.unflatten([jax.ShapeDtypeStruct((1, *shape), dtype) for shape, dtype in leaves])
+  state = jax.eval_shape(sweep.batch_init(program), rows)
+  traced = jax.make_jaxpr(sweep.batch_init(program))(rows).jaxpr, jax.make_jaxpr(sweep.batch_step(program))(state, 0).jaxpr
+  return any(_primitives(j) & _LAPACK for j in traced)
+
+
+def _mesh_for(program: sweep.Program, inputs, mesh_, label: str):
+  """The mesh a program runs on. jaxlib 0.10's CPU LAPACK kernels hand batches to the intra-op
+  thread pool and block on them, so several CPU devices running one at once can wait on each
+  other for ever (seen with CMA-ES on 8 forced CPU devices); such a program runs on one CPU
+  device instead, which gives the same bits (results do not depend on the device count)."""
+  if mesh_.size == 1 or jax.process_count() > 1 or mesh_.devices.flat[0].platform != "cpu":
+    return mesh_
+  leaves, treedef = jax.tree.flatten(inputs)
+  if not _uses_lapack(program, treedef, tuple((np.shape(x)[1:], np.asarray(x).dtype) for x in leaves)):
+    return mesh_
+  warnings.warn(f"{label}: runs on one CPU device (it calls LAPACK, which deadlocks across several CPU devices "
+                "in this jaxlib)", stacklevel=3)
+  return jax.sharding.Mesh(np.array(mesh_.devices.flat[:1]), (mesh.AXIS,))
+
 def _merge(table, parts, generations):
   """Per-program outputs back into the runs table's row order."""
   n = len(table["seed"])
@@ -111,25 +152,29 @@ def _merge(table, parts, generations):
   return history
 
 
-def simulate(config, workdir, mesh_=None, stop_after=None):
+def simulate(config, workdir, mesh_=None, stop_after=None, states=False):
   """The sweep: each program's initial states, then generations in checkpointed chunks (one Orbax
   folder per program, `checkpoints/<label>`).
-  Returns (table, per-generation metrics (rows, generations)), or None when stopped early."""
+  Returns (table, per-generation metrics (rows, generations)), or None when stopped early; with
+  `states`, also {label: (row indices, final row states)} (populations, strategy states)."""
   resolved = regimes(config)
   table = grid.build(config, resolved)
   mesh_ = mesh_ or mesh.make_mesh()
   key = checkpoint.fingerprint(config.to_dict(), table)
-  parts = []
+  parts, final = [], {}
   for label, program, idx, inputs in programs(config, table, resolved):
-    state = mesh.map_runs(sweep.batch_init(program), inputs, mesh_, config.block)
+    devices = _mesh_for(program, inputs, mesh_, label)
+    state = mesh.map_runs(sweep.batch_init(program), inputs, devices, config.block)
     out = checkpoint.scan_chunked(sweep.batch_step(program), state, config.generations, config.chunk, workdir,
                                   key=f"{key}:{label}", desc=f"harness_vs_brain:{config.variant}:{label}",
-                                  mesh=mesh_, block=config.block, stop_after=stop_after,
+                                  mesh=devices, block=config.block, stop_after=stop_after,
                                   checkpoints=f"checkpoints/{label}")
     if out is None:
       return None
     parts.append((idx, out[1]))
-  return table, _merge(table, parts, config.generations)
+    final[label] = (idx, out[0])
+  history = _merge(table, parts, config.generations)
+  return (table, history, final) if states else (table, history)
 
 
 def evolve(config, mesh_=None):
@@ -138,8 +183,9 @@ def evolve(config, mesh_=None):
   resolved = regimes(config)
   table = grid.build(config, resolved)
   mesh_ = mesh_ or mesh.make_mesh()
-  parts = [(idx, mesh.map_runs(sweep.batch_run(program, config.generations), inputs, mesh_, config.block))
-           for _, program, idx, inputs in programs(config, table, resolved)]
+  parts = [(idx, mesh.map_runs(sweep.batch_run(program, config.generations), inputs,
+                               _mesh_for(program, inputs, mesh_, label), config.block))
+           for label, program, idx, inputs in programs(config, table, resolved)]
   return table, _merge(table, parts, config.generations)
 
 
@@ -161,7 +207,7 @@ def _regimes_table(workdir, config) -> str:
   described = json.loads(path.read_text())
   rows = [[name, d["strategy"], d["genome"], d["selection"],
            ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in d["params"].items()) or "-"]
-          for name, d in described.items()]
+          for name, d in ((name, described[name]) for name in config.regimes if name in described)]
   return report_lib.markdown_table(["regime", "strategy", "genome", "selected on", "hyperparameters"], rows)
 
 
