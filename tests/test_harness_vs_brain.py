@@ -192,3 +192,9 @@ def test_config_errors_name_the_field():
                             '{"stdd": 0.1}}'], validate=experiment.validate)
   with pytest.raises(config_lib.ConfigError, match="imports: cannot import"):
     config_lib.load(SMOKE, ["--config.imports=('no_such_module_here',)"], validate=experiment.validate)
+
+
+def test_the_study_variants_validate():
+  for variant in ("gpu", "evosax", "widths"):
+    config = config_lib.load(f"configs/harness_vs_brain.py:{variant}", validate=experiment.validate)
+    assert len(experiment.regimes(config)) == len(config.regimes)

@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxlab.core.config import dataclass_from
-from jaxlab.evolution import controller, genomes, world
+from jaxlab.evolution import controller, world
+from jaxlab.evolution import genomes as genome_kinds
 
 
 def world_constants(config) -> world.Constants:
@@ -80,10 +81,10 @@ def _scorer(kind, k: world.Constants):
   return jax.jit(score)
 
 
-def fitness(genomes_, seed: int, config, k: int) -> dict:
+def fitness(genomes, seed: int, config, k: int) -> dict:
   """Table genomes (a `controller.Genome` batch) with K = k live slots, scored on `seed`'s tasks."""
-  kind = genomes.Table()
-  return _scorer(kind, world_constants(config))(genomes_, jnp.int32(k), tasks(config, seed), ())
+  kind = genome_kinds.Table()
+  return _scorer(kind, world_constants(config))(genomes, jnp.int32(k), tasks(config, seed), ())
 
 
 def mlp_fitness(params, seed: int, config, width: int, tool_mask=None, sensor_mask=None) -> dict:
@@ -94,7 +95,7 @@ def mlp_fitness(params, seed: int, config, width: int, tool_mask=None, sensor_ma
     raise ValueError("mlp_fitness: give both tool_mask and sensor_mask, or neither (the field kit)")
   k, drawn = world_constants(config), tasks(config, seed)
   if tool_mask is None:
-    return _scorer(genomes.Brain(controller.mlp_hidden(params)), k)(params, jnp.int32(width), drawn, ())
+    return _scorer(genome_kinds.Brain(controller.mlp_hidden(params)), k)(params, jnp.int32(width), drawn, ())
   return _in_harness(k)(params, jnp.int32(width), jnp.asarray(tool_mask, bool), jnp.asarray(sensor_mask, bool),
                         drawn)
 
@@ -102,7 +103,7 @@ def mlp_fitness(params, seed: int, config, width: int, tool_mask=None, sensor_ma
 @functools.lru_cache(maxsize=None)
 def _in_harness(k: world.Constants):
   def score(params, width, tool_mask, sensor_mask, tasks):
-    out = jax.vmap(genomes.score_mlp, (0, None, None, None, None, None))(params, width, tool_mask, sensor_mask,
+    out = jax.vmap(genome_kinds.score_mlp, (0, None, None, None, None, None))(params, width, tool_mask, sensor_mask,
                                                                         tasks, k)
     return {m: out[m] for m in ("F", "F_myopic", "deceptive")}
   return jax.jit(score)
@@ -111,4 +112,4 @@ def _in_harness(k: world.Constants):
 def frozen_brain(config, seed: int):
   """The random MLP brain the harness-only kind freezes for `seed` (hidden = max brain_widths)."""
   hidden = max(config.brain_widths)
-  return genomes.HarnessOnly(hidden).context(context_key(seed_key(config.seed, seed)))
+  return genome_kinds.HarnessOnly(hidden).context(context_key(seed_key(config.seed, seed)))

@@ -48,7 +48,16 @@ def harness_from_logits(tools, sensors):
 
 
 @dataclasses.dataclass(frozen=True)
-class Table:
+class _Kind:
+  """What every kind shares: nothing frozen per seed unless it says so."""
+  continuous = True
+
+  def context(self, key):
+    return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Table(_Kind):
   """The K-slot prototype table with its tool and sensor masks."""
   name = "table"
   continuous = False
@@ -63,9 +72,6 @@ class Table:
         tool_mask=jnp.zeros(world.N_TOOLS, bool).at[world.BARE].set(True),
         sensor_mask=jnp.zeros(world.N_FEATURES, bool), tool_value=jnp.zeros(world.N_TOOLS))
 
-  def context(self, key):
-    return ()
-
   def evaluate(self, g: controller.Genome, capacity, tasks, context, k: world.Constants) -> dict:
     used = controller.table_tools(g, capacity, tasks)
     fit = world.fitness(used, g.tool_mask, g.sensor_mask, tasks, k)
@@ -76,11 +82,15 @@ class Table:
 
 
 @dataclasses.dataclass(frozen=True)
-class Brain:
-  """MLP weights; the harness is the complete field kit, frozen."""
+class _Neural(_Kind):
+  """The MLP kinds: `hidden` units (the widest brain of the sweep)."""
   hidden: int = controller.KMAX
+
+
+@dataclasses.dataclass(frozen=True)
+class Brain(_Neural):
+  """MLP weights; the harness is the complete field kit, frozen."""
   name = "mlp"
-  continuous = True
 
   def random(self, key):
     return controller.random_mlp(key, self.hidden)
@@ -88,20 +98,15 @@ class Brain:
   def mean(self):
     return controller.mlp_template(self.hidden)
 
-  def context(self, key):
-    return ()
-
   def evaluate(self, params, width, tasks, context, k: world.Constants) -> dict:
     tool_mask, sensor_mask = controller.field_kit()
     return score_mlp(params, width, tool_mask, sensor_mask, tasks, k)
 
 
 @dataclasses.dataclass(frozen=True)
-class BrainAndHarness:
+class BrainAndHarness(_Neural):
   """MLP weights and harness logits, evolved jointly."""
-  hidden: int = controller.KMAX
   name = "mlp_harness"
-  continuous = True
 
   def random(self, key):
     k_brain, k_harness = jax.random.split(key)
@@ -114,20 +119,15 @@ class BrainAndHarness:
     return {"brain": controller.mlp_template(self.hidden), "tools": np.zeros(world.N_TOOLS, np.float32),
             "sensors": np.zeros(world.N_FEATURES, np.float32)}
 
-  def context(self, key):
-    return ()
-
   def evaluate(self, genome, width, tasks, context, k: world.Constants) -> dict:
     tool_mask, sensor_mask = harness_from_logits(genome["tools"], genome["sensors"])
     return dict(score_mlp(genome["brain"], width, tool_mask, sensor_mask, tasks, k), genome=genome)
 
 
 @dataclasses.dataclass(frozen=True)
-class HarnessOnly:
+class HarnessOnly(_Neural):
   """Harness logits around one random MLP brain per seed, frozen (harness-first with a neural brain)."""
-  hidden: int = controller.KMAX
   name = "harness"
-  continuous = True
 
   def random(self, key):
     logits = jax.random.normal(key, (world.N_TOOLS + world.N_FEATURES,))

@@ -122,6 +122,7 @@ class Regime:
   genome: Any
   params: Any                    # NumPy leaves, canonical dtypes (one row's worth)
   myopic: bool
+  options: tuple = ()            # (name, value) pairs the factory was built with
 
   @property
   def population_based(self) -> bool:
@@ -199,7 +200,7 @@ def resolve(name: str, population_size: int, hidden: int = controller.KMAX, over
                  name)
   for field, expected in getattr(strategy, "param_errors", lambda p: [])(params):
     raise RegimeError(name, field, f"must be {expected}, got {np.asarray(getattr(params, field)).tolist()!r}")
-  return Regime(name, strategy, genome, params, myopic)
+  return Regime(name, strategy, genome, params, myopic, tuple(sorted(options.items())))
 
 
 def describe(regime: Regime) -> dict:
@@ -210,7 +211,7 @@ def describe(regime: Regime) -> dict:
   # float32 hyperparameters as they were written (0.06, not 0.05999999865889549).
   scalars = {f: float(f"{v:.7g}") if isinstance(v, float) else v for f, v in scalars.items() if not isinstance(v, list)}
   inner = getattr(regime.strategy, "algorithm", regime.strategy)
-  return {"strategy": type(inner).__name__, "genome": regime.genome.name, "params": scalars,
+  return {"strategy": type(inner).__name__, "genome": regime.genome.name, "params": {**scalars, **dict(regime.options)},
           "selection": "myopic F" if regime.myopic else "F"}
 
 

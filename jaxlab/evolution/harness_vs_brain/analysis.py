@@ -121,6 +121,40 @@ def claims(runs: Runs) -> list[dict]:
   return out
 
 
+def neural_capacity(runs: Runs) -> list[dict]:
+  """For a strategy run on the MLP brain alone (`mlp`), the harness alone (`harness`) and both
+  (`mlp_harness`): per width, each one's elite fitness and the margins brain - harness and
+  both - best single, with 95% bootstrap intervals over seeds (the MLP's capacity crossing)."""
+  groups: dict[str, dict[str, str]] = {}
+  for r in runs.config.regimes:
+    groups.setdefault(r.partition("@")[0], {})[runs.genome(r)] = r
+  out = []
+  for base, kinds in groups.items():
+    if not {"mlp", "harness"} <= set(kinds):
+      continue
+    neural = {kind: r for kind, r in kinds.items() if kind != "table"}
+    for w in sorted(set.intersection(*(set(runs.capacities(r)) for r in neural.values()))):
+      v = {kind: runs.values("elite_fitness", r, w) for kind, r in neural.items()}
+      row = {"strategy": base, "width": w, **{kind: stats.describe(x) for kind, x in v.items()},
+             "brain_minus_harness": stats.bootstrap_claim(_diff(v["mlp"], v["harness"]), runs.config.seeds)}
+      if "mlp_harness" in v:
+        row["both_minus_best"] = stats.bootstrap_claim(
+            lambda idx: v["mlp_harness"][idx].mean(-1) - np.maximum(v["mlp"][idx].mean(-1), v["harness"][idx].mean(-1)),
+            runs.config.seeds)
+      out.append(row)
+  return out
+
+
+def neural_capacity_table(rows: list[dict]) -> str:
+  both = any("mlp_harness" in r for r in rows)
+  headers = ["strategy", "width", "brain alone", "harness alone", *(["both"] if both else []), "brain - harness",
+             *(["both - best single"] if both else [])]
+  cells = [[r["strategy"], r["width"], report.fmt(r["mlp"], 3), report.fmt(r["harness"], 3),
+            *([report.fmt(r.get("mlp_harness"), 3)] if both else []), report.interval_text(r["brain_minus_harness"]),
+            *([report.interval_text(r.get("both_minus_best"))] if both else [])] for r in rows]
+  return report.markdown_table(headers, cells)
+
+
 def fitness_table(runs: Runs, metric: str = "elite_fitness") -> str:
   """Mean ± sd over seeds of a final-generation metric, one row per regime, one column per capacity."""
   caps = sorted({k for r in runs.config.regimes for k in runs.capacities(r)})
@@ -133,4 +167,4 @@ def summarize(config, table, results) -> dict:
   runs = Runs(config, table, results)
   figs = figures(runs)
   return {"experiment": config.experiment, "variant": config.variant, "figures": figs,
-          "comparisons": comparisons(figs), "claims": claims(runs)}
+          "comparisons": comparisons(figs), "claims": claims(runs), "neural_capacity": neural_capacity(runs)}

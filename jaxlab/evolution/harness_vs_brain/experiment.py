@@ -213,10 +213,13 @@ def _regimes_table(workdir, config) -> str:
 
 def report(workdir):
   config, table, summary, runs, images = results.summarize(workdir, analysis, plots)
+  kinds = {runs.genome(r) for r in config.regimes}
+  capacity = [f"slots K in {tuple(config.ks)} for the prototype table"] if "table" in kinds else []
+  if kinds - {"table"}:
+    capacity.append(f"MLP widths in {tuple(config.brain_widths)} for the neural genomes")
   sections = [
       ("What ran", f"Variant `{config.variant}`: {len(table['seed'])} runs = {len(config.regimes)} regimes x "
-                   f"capacities (slots K in {tuple(config.ks)} for the prototype table, MLP widths in "
-                   f"{tuple(config.brain_widths)} for the other genomes) x {config.seeds} seeds, "
+                   f"capacities ({'; '.join(capacity)}; columns K= below) x {config.seeds} seeds, "
                    f"{config.generations} generations, population {config.population}, root seed {config.seed}. "
                    "Figures are final-generation values (turnover: the mean over generations 1..G-1); every ± "
                    "is the sample sd over seeds. The tool catalog and every free choice are ours "
@@ -228,6 +231,10 @@ def report(workdir):
       ("Best-so-far fitness by regime and capacity", "True F of the best individual found so far (by "
                                                      "selection fitness), final generation.\n\n"
                                                      + analysis.fitness_table(runs, "best_fitness")),
+      *([("The brain alone, the harness alone and both (MLP)",
+          "Elite fitness, final generation, of one strategy evolving the MLP brain on the frozen field kit, the "
+          "harness around a frozen random brain, and both; margins with 95% bootstrap intervals over seeds.\n\n"
+          + analysis.neural_capacity_table(summary["neural_capacity"]))] if summary["neural_capacity"] else []),
       report_lib.comparisons_section(summary["comparisons"]),
       report_lib.claims_section(summary["claims"]),
       report_lib.plots_section(images),
