@@ -8,8 +8,9 @@ against batched NumPy, fairly.
 A run is one evolutionary run of a table regime (the five of the spec; the MLP regime needs an
 evosax strategy, which NumPy has not) at one K and seed: 48 generations of population 32 on the
 seed's tasks. Run i is regime i % 5 at K = (1, 2, 4, 8)[i // 5 % 4], seed i // 20, so the `cpu`
-size is exactly the repro sweep's table rows. JAX runs `sweep.batch_run` (init and every generation
-as one jitted program, no checkpoints) through `mesh.map_runs`; batched NumPy
+size is exactly the repro sweep's table rows. JAX runs the five regimes' program
+(`experiment.programs`, `sweep.batch_run`: init and every generation as one jitted program, no
+checkpoints) through `mesh.map_runs`; batched NumPy
 (`harness_vs_brain_numpy.evolve`) draws tasks, genomes and mutations with NumPy's generator and
 loops over generations with every run x individual on leading axes; the loop column is
 `harness_vs_brain_numpy.np_run`, one individual at a time.
@@ -38,44 +39,55 @@ def config_of(size: str):
   from jaxlab.evolution import strategies
   from jaxlab.evolution.harness_vs_brain import experiment
   return config_lib.load(f"configs/harness_vs_brain.py:{SIZES[size]['variant']}",
-                         [f"--config.regime_names={strategies.REGIMES}"], validate=experiment.validate)
+                         [f"--config.regimes={strategies.PUBLISHED}"], validate=experiment.validate)
 
 
 def rows(size: str, start: int, stop: int) -> dict:
+  """The runs table (regime, n_slots, seed) of runs start..stop-1."""
   ks = np.asarray(config_of(size).ks, np.int32)
   i = np.arange(start, stop)
   return {"regime": (i % 5).astype(np.int32), "n_slots": ks[i // 5 % len(ks)], "seed": (i // (5 * len(ks))).astype(np.int32)}
 
 
+def jax_inputs(config, r: dict):
+  """The five regimes' program and its row inputs for the runs `r` (`experiment.programs`)."""
+  from jaxlab.evolution.harness_vs_brain import experiment
+  table = {"regime": r["regime"], "capacity": r["n_slots"], "seed": r["seed"]}
+  [(_, program, _, inputs)] = experiment.programs(config, table)
+  return program, inputs
+
+
 def jax_program(size: str, n: int):
   import jax
   from jaxlab.core import mesh
-  from jaxlab.evolution.harness_vs_brain import experiment, sweep
+  from jaxlab.evolution.harness_vs_brain import sweep
   config = config_of(size)
-  fn = sweep.batch_run(experiment.constants(config), "table", config.generations)
-  inputs, m = rows(size, 0, n), mesh.make_mesh()
+  program, inputs = jax_inputs(config, rows(size, 0, n))
+  fn, m = sweep.batch_run(program, config.generations), mesh.make_mesh()
   return lambda: jax.block_until_ready(mesh.map_runs(fn, inputs, m, config.block))
 
 
-def _regimes(config) -> dict:
-  from jaxlab.evolution import strategies
-  return {r: config.regimes[r].to_dict() for r in strategies.REGIMES}
+def regime_settings(config) -> dict:
+  """{regime: {GA field: value, "myopic": bool}} of the five published regimes, as registered."""
+  from jaxlab.evolution.harness_vs_brain import experiment
+  return {r.name: {**{f: np.asarray(getattr(r.params, f)).item() for f in r.params.__dataclass_fields__},
+                   "myopic": r.myopic} for r in experiment.regimes(config)}
 
 
 def numpy_batched(size: str, start: int, stop: int) -> dict:
   config = config_of(size)
   r = rows(size, start, stop)
   draws = ref.NumpyDraws([config.seed, start], stop - start, config.population)
-  return ref.evolve(r, ref.params_of(_regimes(config), r["regime"]), draws, config.generations, config.elite)
+  return ref.evolve(r, ref.params_of(regime_settings(config), r["regime"]), draws, config.generations, config.elite)
 
 
 def numpy_loop(size: str, start: int, stop: int) -> list:
   config = config_of(size)
-  r, regimes = rows(size, start, stop), _regimes(config)
+  r, regimes = rows(size, start, stop), regime_settings(config)
   draws = ref.NumpyDraws([config.seed, start], stop - start, config.population)
   tasks = ref.draw_tasks(draws.tasks())
   from jaxlab.evolution import strategies
-  return [ref.np_run(regimes[strategies.REGIMES[r["regime"][i]]], int(r["n_slots"][i]),
+  return [ref.np_run(regimes[strategies.PUBLISHED[r["regime"][i]]], int(r["n_slots"][i]),
                      {key: v[i] for key, v in tasks.items()}, draws.rng, config.population,
                      config.generations, config.elite) for i in range(stop - start)]
 

@@ -195,9 +195,10 @@ def evaluate(genomes: dict, n_slots, tasks: dict, w=W) -> dict:
 
 
 def params_of(regimes: dict, regime) -> dict:
-  """Per-run GA parameters (r,) from a {regime name: {field: value}} table and regime indices."""
-  fields = [f.name for f in strategies.Params.__dataclass_fields__.values()]
-  table = {f: np.asarray([regimes[name][f] for name in strategies.REGIMES]) for f in fields}
+  """Per-run GA parameters (r,) from a {regime name: {field: value}} table (the GA's params and
+  `myopic`) and regime indices into `strategies.PUBLISHED`."""
+  fields = list(regimes[strategies.PUBLISHED[0]])
+  table = {f: np.asarray([regimes[name][f] for name in strategies.PUBLISHED]) for f in fields}
   return {f: v[regime].astype(F32) if v.dtype.kind == "f" else v[regime] for f, v in table.items()}
 
 

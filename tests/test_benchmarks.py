@@ -12,13 +12,16 @@ import numpy as np
 import pytest
 
 from benchmarks import common, suite
+from benchmarks import harness_vs_brain as hvb_bench
 from benchmarks import harness_vs_brain_numpy as hvb
 from benchmarks import hidden_gems_numpy as gems_np
 from benchmarks import org_forms_numpy as org_np
 from benchmarks import proactive_memory_numpy as memory_np
 from jaxlab.core import config as config_lib
-from jaxlab.evolution import controller, strategies, world
-from jaxlab.evolution.harness_vs_brain import experiment as hvb_experiment, grid as hvb_grid, sweep
+import jaxlab.evolution
+from jaxlab.evolution import controller, evaluation, strategies
+from jaxlab.evolution import genomes as genomes_lib
+from jaxlab.evolution.harness_vs_brain import experiment as hvb_experiment, sweep
 from jaxlab.memory.proactive import experiment as memory_experiment, grid as memory_grid, records, sim
 from jaxlab.swarm.hidden_gems import experiment as gems_experiment, model as gems_model
 from jaxlab.swarm.org_forms import experiment as org_experiment, grid as org_grid, model as org_model
@@ -116,10 +119,10 @@ def test_proactive_memory_batched_numpy_equals_the_jitted_model():
 
 class JaxDraws:
   """The random numbers the jitted sweep draws, for each row: its tasks' uniforms, the initial
-  genomes' and each generation's (keys as in sweep.py: fold_in(seed key, 0 / 1 / 2 + t))."""
+  genomes' and each generation's (keys as in evaluation.py: fold_in(seed key, 0 / 1 / 2 + t))."""
 
   def __init__(self, rows, k):
-    self.keys = jax.vmap(lambda s: sweep.seed_key({"seed": s}, k))(rows["seed"])
+    self.keys = jax.vmap(lambda s: evaluation.seed_key(k.root_seed, s))(rows["seed"])
     self.k = k
     n = k.population
     self._tasks = jax.jit(jax.vmap(lambda key: jax.random.uniform(
@@ -141,10 +144,10 @@ class JaxDraws:
 
 @pytest.fixture(scope="module")
 def evolution():
-  config = config_lib.load("configs/harness_vs_brain.py:smoke", [f"--config.regime_names={strategies.REGIMES}"],
+  config = config_lib.load("configs/harness_vs_brain.py:smoke", [f"--config.regimes={strategies.PUBLISHED}"],
                            validate=hvb_experiment.validate)
-  table = hvb_grid.build(config)
-  rows = {key: v[table["seed"] == 0] for key, v in hvb_grid.model_inputs(table).items()}   # 5 regimes x 4 K
+  ks = np.asarray(config.ks, np.int32)
+  rows = hvb_bench.rows("tiny", 0, 5 * len(ks))                    # 5 regimes x 4 K, seed 0
   k = hvb_experiment.constants(config)
   return config, k, rows, JaxDraws(rows, k)
 
@@ -152,19 +155,21 @@ def evolution():
 def test_harness_vs_brain_batched_fitness_equals_the_jitted_model(evolution):
   config, k, rows, draws = evolution
   tasks = hvb.draw_tasks(draws.tasks(), k.world)
-  jax_tasks = jax.vmap(lambda s: world.draw_tasks(jax.random.fold_in(sweep.seed_key({"seed": s}, k), 0), k.world))(
-      rows["seed"])
+  jax_tasks = jax.tree.map(lambda *x: np.stack(x), *[jaxlab.evolution.tasks(config, int(s)) for s in rows["seed"]])
   for key in tasks:
     np.testing.assert_array_equal(tasks[key], jax_tasks[key], err_msg=key)
   # Random genomes with every slot count, sensor and tool mask: the fitness, its myopic twin and
   # the myopic tool values an individual is scored with.
   keys = jax.random.split(jax.random.key(7), len(rows["seed"]) * k.population)
-  genomes = jax.vmap(controller.random_genome)(keys)
-  genomes = jax.tree.map(lambda x: np.asarray(x).reshape(len(rows["seed"]), k.population, *x.shape[1:]), genomes)
-  ours = jax.jit(jax.vmap(jax.vmap(lambda g, n, t: sweep.evaluate_genome(g, n, t, k), (0, None, None))))(
-      genomes, rows["n_slots"], jax_tasks)
-  theirs = hvb.evaluate(dict(protos=genomes.protos, tools=genomes.tools, tool_mask=genomes.tool_mask,
-                             sensor_mask=genomes.sensor_mask), rows["n_slots"], tasks, k.world)
+  population = jax.vmap(controller.random_genome)(keys)
+  population = jax.tree.map(lambda x: np.asarray(x).reshape(len(rows["seed"]), k.population, *x.shape[1:]),
+                            population)
+  table = genomes_lib.Table()
+  ours = jax.jit(jax.vmap(jax.vmap(lambda g, n, t: table.evaluate(g, n, t, (), k.world), (0, None, None))))(
+      population, rows["n_slots"], jax_tasks)
+  ours["tool_value"] = ours["genome"].tool_value
+  theirs = hvb.evaluate(dict(protos=population.protos, tools=population.tools, tool_mask=population.tool_mask,
+                             sensor_mask=population.sensor_mask), rows["n_slots"], tasks, k.world)
   for name in ("F", "F_myopic", "deceptive", "tool_value"):
     np.testing.assert_allclose(theirs[name], np.asarray(ours[name]), rtol=0, atol=1e-6, err_msg=name)
 
@@ -174,8 +179,9 @@ def test_harness_vs_brain_batched_ga_follows_the_jitted_sweep(evolution):
   last-bit differences in the Gaussian steps can reorder near-equal fitnesses and the runs part)."""
   config, k, rows, draws = evolution
   generations = 3
-  ours = jax.device_get(jax.jit(sweep.batch_run(k, "table", generations))(rows))
-  regimes = {r: config.regimes[r].to_dict() for r in strategies.REGIMES}
+  program, inputs = hvb_bench.jax_inputs(config, rows)
+  ours = jax.device_get(jax.jit(sweep.batch_run(program, generations))(inputs))
+  regimes = hvb_bench.regime_settings(config)
   theirs = hvb.evolve(rows, hvb.params_of(regimes, rows["regime"]), draws, generations, config.elite, k.world)
   for name in hvb.METRICS:
     np.testing.assert_allclose(theirs[name], ours[name], rtol=0, atol=1e-5, err_msg=name)
