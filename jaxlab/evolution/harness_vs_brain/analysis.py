@@ -2,7 +2,7 @@
 
 A run's figure is its final-generation value, except turnover: the mean Jaccard distance of the
 champion's tool set over generations 1..G-1 (generation 0 has no predecessor). Claims are graded
-on a 95% bootstrap interval over seeds (`core.stats.bootstrap_claim`): every regime and capacity
+on a 95% bootstrap interval over seeds (`core.margins`): every regime and capacity
 runs on the same seeds (same tasks, same first draws), so seeds are resampled jointly and each
 claim's margin is positive on the published side.
 """
@@ -11,57 +11,42 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxlab.core import report, stats
+from jaxlab.core import margins, report, results, stats
 from jaxlab.evolution import genomes
 from jaxlab.evolution.harness_vs_brain import published, sweep
 
 
-class Runs:
-  """Selects runs by regime and capacity; rows come back ordered by seed, so regimes pair up."""
+class Runs(results.Runs):
+  """Runs by regime name and capacity (`runs.values("elite_fitness", "coevolution", 8)`), in seed
+  order, so regimes pair up; `values` are the figures (final generation; turnover: the mean over
+  generations 1..G-1), `history` the per-generation series."""
 
-  def __init__(self, config, table, results):
-    self.config, self.table, self.results = config, table, results
+  keys = ("regime", "capacity")
 
-  def _rows(self, regime):
-    return self.table["regime"] == list(self.config.regimes).index(regime)
+  def __init__(self, config, table, results_):
+    super().__init__(config, table, results_)
+    self.names = {"regime": tuple(config.regimes)}
 
   def capacities(self, regime) -> list[int]:
     """Slot counts (table genomes) or MLP widths this regime ran at."""
-    return sorted(int(c) for c in np.unique(self.table["capacity"][self._rows(regime)]))
+    return sorted(int(c) for c in np.unique(self.table["capacity"][self.index(regime)]))
 
   def genome(self, regime) -> str:
     """The genome kind the regime evolved (genomes.KINDS)."""
-    return list(genomes.KINDS)[int(self.table["genome"][self._rows(regime)][0])]
-
-  def index(self, regime, k):
-    idx = np.nonzero(self._rows(regime) & (self.table["capacity"] == k))[0]
-    return idx[np.argsort(self.table["seed"][idx], kind="stable")]
+    return list(genomes.KINDS)[int(self.table["genome"][self.index(regime)][0])]
 
   def history(self, metric, regime, k):
     """(seeds, generations) series."""
-    return self.results[metric][self.index(regime, k)]
+    return super().values(metric, regime, k)
 
   def values(self, metric, regime, k):
     h = self.history(metric, regime, k)
     return h[:, 1:].mean(1) if metric == "turnover" else h[:, -1]
 
-  def mean(self, metric, regime, k):
-    return float(np.mean(self.values(metric, regime, k)))
-
 
 def figures(runs: Runs) -> dict:
   return {f"{r}/K={k}/{m}": stats.describe(runs.values(m, r, k))
           for r in runs.config.regimes for k in runs.capacities(r) for m in sweep.METRICS if m in runs.results}
-
-
-def comparisons(figs: dict) -> list[dict]:
-  return [report.compare(name, (mean, sd), figs[name], n)
-          for name, (mean, sd, n) in published.FIGURES.items() if name in figs]
-
-
-def _diff(a, b):
-  """Margin mean(a) - mean(b) over the resampled seeds."""
-  return lambda idx: a[idx].mean(-1) - b[idx].mean(-1)
 
 
 def claims(runs: Runs) -> list[dict]:
@@ -74,50 +59,50 @@ def claims(runs: Runs) -> list[dict]:
   v = lambda r, k, m="elite_fitness": runs.values(m, r, k)
 
   def claim(text, pub, ours, margin):
-    out.append(report.claim(text, pub, ours, stats.bootstrap_claim(margin, n)))
+    out.append(report.claim(text, pub, ours, margins.interval(margin, n)))
 
   if have("model_first", "harness_first"):
     hf, mf = v("harness_first", lo), v("model_first", lo)
     claim(f"Tight brain (K={lo}): harness-first beats model-first", "0.616 vs 0.148",
-          f"{hf.mean():.3f} vs {mf.mean():.3f}", _diff(hf, mf))
+          f"{hf.mean():.3f} vs {mf.mean():.3f}", margins.difference(hf, mf))
     hf, mf = v("harness_first", hi), v("model_first", hi)
     claim(f"Past the threshold (K={hi}): model-first beats harness-first", "0.697 vs 0.591",
-          f"{mf.mean():.3f} vs {hf.mean():.3f}", _diff(mf, hf))
+          f"{mf.mean():.3f} vs {hf.mean():.3f}", margins.difference(mf, hf))
     below, above = [k for k in ks if k <= 2], [k for k in ks if k >= 4]
     if below and above:
       # The curves cross between K=2 and K=4: harness-first ahead at every K <= 2, model-first at
       # every K >= 4; the margin is the smallest of those leads.
-      sides = [(-1 if k <= 2 else 1, v("model_first", k), v("harness_first", k)) for k in below + above]
-      gaps = ", ".join(f"K={k}: {m.mean() - h.mean():+.3f}" for k, (_, m, h) in zip(below + above, sides))
+      gap = {k: v("model_first", k) - v("harness_first", k) for k in below + above}
+      leads = np.stack([gap[k] if k >= 4 else -gap[k] for k in gap])
+      gaps = ", ".join(f"K={k}: {g.mean():+.3f}" for k, g in gap.items())
       claim("The model-first and harness-first curves cross between K=2 and K=4 (harness-first ahead at "
-            "K <= 2, model-first at K >= 4)", "between 2 and 4", f"model - harness: {gaps}",
-            lambda idx: np.min([s * (m[idx].mean(-1) - h[idx].mean(-1)) for s, m, h in sides], axis=0))
+            "K <= 2, model-first at K >= 4)", "between 2 and 4", f"model - harness: {gaps}", margins.every(leads))
   if have("harness_first", "brain_directed"):
     for k, pub in ((hi, "0.981 vs 0.677"), (lo, "0.941 vs 0.581")):
       d_h, d_b = v("harness_first", k, "deceptive"), v("brain_directed", k, "deceptive")
       claim(f"K={k}: blind harness-first scores higher on the deceptive task than brain-directed", pub,
-            f"{d_h.mean():.3f} vs {d_b.mean():.3f}", _diff(d_h, d_b))
+            f"{d_h.mean():.3f} vs {d_b.mean():.3f}", margins.difference(d_h, d_b))
     r_h, r_b = v("harness_first", hi, "key_retention"), v("brain_directed", hi, "key_retention")
     claim(f"K={hi}: blind selection keeps the key tool in the elite more often than the myopic editor",
-          "0.375 vs 0.000", f"{r_h.mean():.3f} vs {r_b.mean():.3f}", _diff(r_h, r_b))
+          "0.375 vs 0.000", f"{r_h.mean():.3f} vs {r_b.mean():.3f}", margins.difference(r_h, r_b))
   if have("coevolution", "model_first", "harness_first"):
     co, mf, hf = v("coevolution", lo), v("model_first", lo), v("harness_first", lo)
     claim(f"K={lo}: coevolution beats both single-sided arms", "0.664 vs best 0.616",
           f"{co.mean():.3f} vs best {max(mf.mean(), hf.mean()):.3f}",
-          lambda idx: co[idx].mean(-1) - np.maximum(mf[idx].mean(-1), hf[idx].mean(-1)))
+          margins.both(margins.difference(co, mf), margins.difference(co, hf)))
     co, hf, mf = v("coevolution", hi), v("harness_first", hi), v("model_first", hi)
     claim(f"K={hi}: coevolution beats harness-first", "0.685 vs 0.591", f"{co.mean():.3f} vs {hf.mean():.3f}",
-          _diff(co, hf))
+          margins.difference(co, hf))
     claim(f"K={hi}: coevolution does not beat model-first", "0.685 vs 0.697", f"{co.mean():.3f} vs {mf.mean():.3f}",
-          _diff(mf, co))
+          margins.difference(mf, co))
   if have("coevolution", "conservative"):
     for k, pub in ((hi, "0.122 vs 0.079"), (lo, "0.099 vs 0.067")):
       t_o, t_c = v("coevolution", k, "turnover"), v("conservative", k, "turnover")
       claim(f"K={k}: open coevolution turns tools over faster than conservative", pub,
-            f"{t_o.mean():.3f} vs {t_c.mean():.3f}", _diff(t_o, t_c))
+            f"{t_o.mean():.3f} vs {t_c.mean():.3f}", margins.difference(t_o, t_c))
     f_o, f_c = v("coevolution", lo), v("conservative", lo)
     claim(f"K={lo}: conservative selection pays some fitness", "0.556 vs 0.664",
-          f"{f_c.mean():.3f} vs {f_o.mean():.3f}", _diff(f_o, f_c))
+          f"{f_c.mean():.3f} vs {f_o.mean():.3f}", margins.difference(f_o, f_c))
   return out
 
 
@@ -136,10 +121,10 @@ def neural_capacity(runs: Runs) -> list[dict]:
     for w in sorted(set.intersection(*(set(runs.capacities(r)) for r in neural.values()))):
       v = {kind: runs.values("elite_fitness", r, w) for kind, r in neural.items()}
       row = {"strategy": base, "width": w, **{kind: stats.describe(x) for kind, x in v.items()},
-             "brain_minus_harness": stats.bootstrap_claim(_diff(v["mlp"], v["harness"]), runs.config.seeds)}
+             "brain_minus_harness": margins.interval(margins.difference(v["mlp"], v["harness"]), runs.config.seeds)}
       if "mlp_harness" in v:
-        row["both_minus_best"] = stats.bootstrap_claim(
-            lambda idx: v["mlp_harness"][idx].mean(-1) - np.maximum(v["mlp"][idx].mean(-1), v["harness"][idx].mean(-1)),
+        row["both_minus_best"] = margins.interval(
+            margins.both(margins.difference(v["mlp_harness"], v["mlp"]), margins.difference(v["mlp_harness"], v["harness"])),
             runs.config.seeds)
       out.append(row)
   return out
@@ -163,8 +148,9 @@ def fitness_table(runs: Runs, metric: str = "elite_fitness") -> str:
   return report.markdown_table(["regime", *(f"K={k}" for k in caps)], rows)
 
 
-def summarize(config, table, results) -> dict:
-  runs = Runs(config, table, results)
+def summarize(config, table, outputs) -> dict:
+  runs = Runs(config, table, outputs)
   figs = figures(runs)
   return {"experiment": config.experiment, "variant": config.variant, "figures": figs,
-          "comparisons": comparisons(figs), "claims": claims(runs), "neural_capacity": neural_capacity(runs)}
+          "comparisons": results.comparisons(published.FIGURES, figs), "claims": claims(runs),
+          "neural_capacity": neural_capacity(runs)}
