@@ -158,8 +158,11 @@ def _with(params, values: dict, name: str):
     old = _canonical(current[field])
     try:
       new = np.asarray(value).astype(old.dtype)
+      exact = old.dtype.kind not in "biu" or bool(np.all(new == np.asarray(value)))   # no silent 2.7 -> 2
     except (TypeError, ValueError):
-      raise RegimeError(name, field, f"must be a {old.dtype} value, got {value!r}") from None
+      exact = False
+    if not exact:
+      raise RegimeError(name, field, f"must be a {old.dtype} value, got {value!r}")
     if new.shape != old.shape:
       raise RegimeError(name, field, f"must have shape {old.shape}, got {value!r}")
     current[field] = new
@@ -198,7 +201,9 @@ def resolve(name: str, population_size: int, hidden: int = controller.KMAX, over
                                                  f"or `myopic`): {err}") from None
   params = _with(strategy.default_params, {**dict(e.params), **{f: overrides[f] for f in overrides if f in fields}},
                  name)
-  for field, expected in getattr(strategy, "param_errors", lambda p: [])(params):
+  errors = getattr(strategy, "param_errors", lambda p: [])(params)
+  if errors:
+    field, expected = errors[0]
     raise RegimeError(name, field, f"must be {expected}, got {np.asarray(getattr(params, field)).tolist()!r}")
   return Regime(name, strategy, genome, params, myopic, tuple(sorted(options.items())))
 

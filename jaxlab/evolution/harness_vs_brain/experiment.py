@@ -54,6 +54,7 @@ def validate(config) -> None:
           "a non-empty tuple of distinct regime names")
   for name in config.strategy_params:
     base = name.partition("@")[0]
+    require(config, f"strategy_params.{name}", lambda v: hasattr(v, "items"), "a block of {field: value}")
     try:
       strategies.entry(base)
     except strategies.RegimeError as e:
@@ -99,6 +100,7 @@ def programs(config, table, resolved=None):
     inputs = {"seed": table["seed"][idx], "capacity": table["capacity"][idx],
               "myopic": np.array([r.myopic for r in own]), "params": _stack([r.params for r in own])}
     label = resolved[regime_ids[0]].name.replace(":", "_").replace("@", "_")
+    label += f"_{len(out)}" if label in {o[0] for o in out} else ""
     out.append((label, program, idx, inputs))
   return out
 
