@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab.core import config as config_lib, mesh
+from jaxlab.core import config as config_lib, mesh, receipts, report
 from jaxlab.evolution import controller, world
-from jaxlab.evolution.harness_vs_brain import experiment, grid, sweep
+from jaxlab.evolution.harness_vs_brain import experiment, sweep
 from launch import main as launch
 
 SMOKE = "configs/harness_vs_brain.py:smoke"
@@ -173,8 +173,15 @@ def test_smoke_end_to_end(tmp_path):
   fig = summary["figures"]["coevolution/K=8/elite_fitness"]
   assert set(fig) == {"mean", "sd", "n"} and fig["n"] == 2
   assert summary["comparisons"] and summary["claims"]
-  for name in ("report.md", "fitness_vs_k.png", "turnover.png", "runs.npz"):
+  assert {report.verdict_kind(c["verdict"]) for c in summary["claims"]} <= set(report.CLAIM_VERDICTS)
+  assert all(c["interval"]["n"] == 2 for c in summary["claims"])      # graded over the seeds
+  for name in ("report.md", "regimes.json", "fitness_vs_k.png", "fitness_vs_width.png", "turnover.png", "runs.npz"):
     assert (tmp_path / name).is_file()
+  before = (tmp_path / "summary.json").read_bytes()
+  assert launch.main(["report", str(tmp_path)]) == 0
+  assert (tmp_path / "summary.json").read_bytes() == before
+  result = receipts.verify(tmp_path)
+  assert result.ok, result.table()
 
 
 def test_config_errors_name_the_field():
