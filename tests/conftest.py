@@ -9,6 +9,9 @@ from pathlib import Path
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / "jaxlab-test-jax-cache"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+# LAPACK calls (CMA-ES's eigh) go through OpenBLAS, whose spinning worker threads fight the test
+# workers for the two cores and made those programs several times slower.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `benchmarks` holds the NumPy references the tests compare against
