@@ -87,6 +87,62 @@ def test_bad_input_names_the_field():
     make_sim(0, 2, backend="c").act(np.zeros((3, 3)))
 
 
+def test_every_bad_input_is_an_error_naming_the_field_and_value():
+  import math
+  from jaxlab.physics import scenes
+  with pytest.raises(ConfigError, match=r"physics.mass_scale.*inf"):
+    PhysicsConfig(mass_scale=(1.0, math.inf))
+  with pytest.raises(ValueError, match=r"Material.stiffness.*inf"):
+    materials.Material(600.0, (0.5, 0.0, 0.0), math.inf, 10.0)
+  with pytest.raises(ValueError, match=r"Material.friction.*nan"):
+    materials.Material(600.0, (math.nan, 0.0, 0.0), 1e4, 10.0)
+  with pytest.raises(ValueError, match=r"Slot.size.*-0.05"):
+    scenes.Slot("box", (-0.05, 0.05, 0.05))
+  sim = make_sim(1, 2, backend="c", seed=0)
+  mass = sim.scene.fields["body_mass"].copy()
+  mass[:, 1] = -2.0
+  with pytest.raises(ValueError, match=r"body_mass.*-2.0"):
+    sim.set_field("body_mass", mass)
+  with pytest.raises(ValueError, match=r"geom_friction.*-1.0"):
+    sim.set_field("geom_friction", -1.0)
+  with pytest.raises(ValueError, match=r"actions.*7.0"):
+    sim.act(np.array([[7.0, 0, 0], [0, 0, 0]], np.float32))
+  with pytest.raises(ValueError, match=r"seed.*'abc'"):
+    make_sim(0, 2, backend="c", seed="abc")
+  with pytest.raises(ValueError, match=r"seed.*'abc'"):
+    sim.reset("abc")
+  assert (sim.scene.fields["body_mass"][:, 1:] > 0).all()     # nothing was half-applied (body 0: the world)
+
+
+def test_transition_records_the_applied_action_and_subsets_match_the_whole_batch():
+  sim = make_sim(1, 6, backend="c", seed=3)
+  a = np.random.default_rng(1).uniform(-1, 1, (6, 3)).astype(np.float32)
+  t = sim.act(a)
+  np.testing.assert_array_equal(t.action, a)
+  # the envs of several learners reset from their own keys and stepped in one call equal each
+  # learner's own simulator
+  import jax
+  keys = jax.random.split(jax.random.key(4), 2)
+  both = make_sim(1, 6, backend="c", seed=0)
+  both.reset_keys(jax.numpy.repeat(keys, 3, axis=0), np.tile(np.arange(3), 2), np.arange(6))
+  moved = both.act(a[3:], envs=np.arange(3, 6))
+  alone = make_sim(1, 3, backend="c", seed=keys[1])
+  np.testing.assert_array_equal(moved.next.objects, alone.act(a[3:]).next.objects)
+  np.testing.assert_array_equal(both.observe(np.arange(3)).objects, make_sim(1, 3, backend="c", seed=keys[0]).obs.objects)
+
+
+def test_scenes_are_the_same_with_and_without_x64():
+  import jax
+  from jaxlab.physics import randomize
+  for stage in (0, 2):
+    plain = randomize.draw(jax.random.key(7), stage, PhysicsConfig(), 5)
+    with jax.enable_x64(True):
+      wide = randomize.draw(jax.random.key(7), stage, PhysicsConfig(), 5)
+    for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(wide)):
+      assert a.dtype == b.dtype
+      np.testing.assert_array_equal(a, b)
+
+
 def _behind(sim, obj: int, gap: float):
   """qpos with the hand on the floor `gap` m behind object `obj` (in -y)."""
   qpos = sim.qpos.copy()
@@ -219,55 +275,140 @@ def test_render_frames_to_png_and_gif(tmp_path):
   assert all(p.stat().st_size > 0 for p in paths) and paths[-1].suffix == ".gif"
 
 
-# MJX: one compiled program for every MJX test (compiling MJX costs about a minute on 2 cores): the
-# pure reset/step, jitted on one device with a batch of 64, the size at which vmapped dense MJX hung
-# in the batched LAPACK Cholesky on this CPU. Short, low drops keep the C-vs-MJX comparison tight.
+# MJX. Compiling MJX costs a minute or more on 2 cores, so two programs serve every MJX test:
+#  - MjxSim on the drop stage (short, low drops keep the C-vs-MJX comparison tight), made twice in
+#    one process: the second must not meet tracers the first one's trace cached (sim_mjx._base);
+#  - the pure interaction of the push stage, jitted on one device with a batch of 64, the size at
+#    which vmapped dense MJX hung in the batched LAPACK Cholesky on this CPU; it also gives every
+#    physics step, for the resting-object bound.
 MJX_CONFIG = PhysicsConfig(steps_per_interaction=(150, 50, 50, 50), drop_height=(0.02, 0.1))
 MJX_TIMEOUT_S = 900     # generous: a compile on a loaded 2-core machine takes minutes; the hang is forever
 
 
 @pytest.fixture(scope="module")
-def mjx_and_c():
-  import threading
-
-  import jax
-  from jaxlab.physics import sim_mjx
+def drops():
+  """(MJX transitions, C transitions) of two drops in 64 scenes from one key, and the next drop of
+  a second MjxSim of the same stage and config."""
   actions = np.random.default_rng(0).uniform(-1, 1, (2, 64, 3)).astype(np.float32)
-  out = {}
-
-  def run():
-    step = jax.jit(lambda s, a: sim_mjx.step(s, a, 0, MJX_CONFIG))
-    state = sim_mjx.reset(jax.random.key(5), 0, MJX_CONFIG, 64)
-    results = []
-    for a in actions:
-      state, o = step(state, a)
-      results.append(jax.tree.map(np.asarray, o))
-    out["mjx"] = results
-
-  thread = threading.Thread(target=run, daemon=True)
-  thread.start()
-  thread.join(MJX_TIMEOUT_S)
+  sim = make_sim(0, 64, backend="mjx", seed=5, config=MJX_CONFIG)
+  mjx_out = [sim.act(a) for a in actions]
+  twin = make_sim(0, 64, backend="mjx", seed=5, config=MJX_CONFIG)
   c = make_sim(0, 64, backend="c", seed=5, config=MJX_CONFIG)
-  return out.get("mjx"), [c.act(a) for a in actions]
+  return mjx_out, [c.act(a) for a in actions], twin.act(actions[0])
 
 
-def test_mjx_batch_steps_without_hanging(mjx_and_c):
-  mjx_out, _ = mjx_and_c
-  assert mjx_out is not None, f"a vmapped MJX batch of 64 did not step within {MJX_TIMEOUT_S} s"
-  for o in mjx_out:
-    assert o.valid.all() and np.isfinite(o.objects).all()
-
-
-def test_mjx_matches_c(mjx_and_c):
+def test_mjx_matches_c(drops):
   """Same scenes (one key) and actions, two drops: the sphere and the capsule within 1 mm and
   0.05 m/s, the box (random orientations, edge impacts amplify float32 rounding) within 1 cm and
   0.25 m/s; the same contact and break events. MJX runs in float32, C in float64."""
-  mjx_out, c_out = mjx_and_c
-  assert mjx_out is not None
+  mjx_out, c_out, _ = drops
   for m, c in zip(mjx_out, c_out):
-    gap = np.abs(m.objects - c.next.objects)
+    gap = np.abs(m.next.objects - c.next.objects)
     pos, vel = gap[..., :3].max(axis=(0, 2)), gap[..., 7:10].max(axis=(0, 2))   # per object
     assert pos[[0, 2]].max() < 1e-3 and vel[[0, 2]].max() < 0.05 and pos[1] < 1e-2 and vel[1] < 0.25
     np.testing.assert_array_equal(m.contact, c.contact)
     np.testing.assert_array_equal(m.broken, c.broken)
+    np.testing.assert_array_equal(m.action, c.action)
     assert m.contact.any() and c.valid.all()
+
+
+def test_two_mjx_sims_in_one_process(drops):
+  mjx_out, _, twin = drops
+  np.testing.assert_array_equal(twin.next.objects, mjx_out[0].next.objects)
+
+
+# Resting objects that nothing touches must stay at rest while the hand pushes another object in
+# the same scene, on both backends (MJX at MuJoCo C's 4 Newton iterations kicked them: see
+# PhysicsConfig.mjx_iterations).
+PUSH_ENVS, PUSH_ROUNDS = 64, 6
+
+
+def _untouched(qpos, k: int, radius, hand_radius: float):
+  """bool [n, k]: no hand and no other object came within 3 cm of the object's bounding sphere."""
+  pos = qpos[..., :7 * k].reshape(qpos.shape[0], qpos.shape[1], k, 7)[..., :3]
+  hand = qpos[..., -3:]
+  near_hand = (np.linalg.norm(pos - hand[:, :, None], axis=-1) - radius - hand_radius < 0.03).any(1)
+  gap = np.linalg.norm(pos[:, :, :, None] - pos[:, :, None], axis=-1) - radius[:, None] - radius[None]
+  near_object = ((gap < 0.03) & ~np.eye(k, dtype=bool)).any((1, 3))
+  return ~near_hand & ~near_object
+
+
+@pytest.fixture(scope="module")
+def pushes():
+  """Per backend, per interaction: (qpos, qvel trajectories, broken) of 64 push-stage scenes where
+  the hand starts 12 cm behind one object and pushes it (+y); glass-like break speeds (0.25 m/s)
+  for every object, so pushes break things and the backends' break counts can be compared. MJX
+  steps in a thread with a timeout: a hang fails the tests instead of stalling the suite."""
+  import threading
+
+  import jax
+  from jaxlab.physics import scenes, sim_mjx
+  config = PhysicsConfig()
+  k, n = 3, PUSH_ENVS
+  rng = np.random.default_rng(0)
+  actions = rng.uniform(-1, 1, (PUSH_ROUNDS, n, 3)).astype(np.float32)
+  actions[..., 1], actions[..., 2] = 1.0, 0.2 * actions[..., 2]
+  c = make_sim(1, n, backend="c", seed=9, config=config)
+  qpos = c.qpos.copy()
+  which = rng.integers(0, k, n)
+  target = np.stack([qpos[e, 7 * w:7 * w + 3] for e, w in enumerate(which)])
+  qpos[:, -3:] = np.stack([target[:, 0], target[:, 1] - 0.12, np.full(n, scenes.HAND_RADIUS)], -1)
+  c.set_qpos(qpos)
+  c.scene.break_speed[...] = 0.25
+  out = {"c": [], "mjx": None}
+  for a in actions:
+    start = api.start(1, config, c.qpos, c.qvel, c.scene.drop_quat, a, np)
+    out["c"].append((*c.simulate(*start), c.act(a).broken))
+
+  def run():
+    state = sim_mjx.reset(jax.random.key(9), 1, config, n)
+    state = state._replace(qpos=np.asarray(qpos, np.float32), scene=state.scene._replace(
+        break_speed=np.full((n, k), 0.25, np.float32)))
+    interact = jax.jit(lambda s, a: sim_mjx.interact(s, a, 1, config))
+    steps = []
+    for a in actions:
+      state, o, (qs, vs) = interact(state, a)
+      steps.append((np.asarray(qs), np.asarray(vs), np.asarray(o.broken)))
+    out["mjx"] = steps
+
+  thread = threading.Thread(target=run, daemon=True)
+  thread.start()
+  thread.join(MJX_TIMEOUT_S)
+  return out, k, np.array([s.radius for s in scenes.layout(1).slots])
+
+
+def test_mjx_batch_of_64_steps_without_hanging(pushes):
+  out, _, _ = pushes
+  assert out["mjx"] is not None, f"a vmapped MJX batch of {PUSH_ENVS} did not step within {MJX_TIMEOUT_S} s"
+  assert all(np.isfinite(qs).all() for qs, _, _ in out["mjx"])
+
+
+@pytest.mark.parametrize("backend", ["c", "mjx"])
+def test_untouched_resting_objects_stay_at_rest(pushes, backend):
+  """No object that neither the hand nor another object came near changes speed by more than
+  0.05 m/s within an interaction (at MuJoCo C's 4 Newton iterations MJX kicked them up to 0.3 m/s)."""
+  from jaxlab.physics import scenes
+  out, k, radius = pushes
+  assert out[backend] is not None
+  worst, untouched_total = 0.0, 0
+  for qpos, qvel, _ in out[backend]:
+    vel = qvel[..., :6 * k].reshape(qvel.shape[0], qvel.shape[1], k, 6)[..., :3]
+    change = np.linalg.norm(vel - vel[:, :1], axis=-1).max(1)      # [n, k] over the interaction's steps
+    untouched = _untouched(qpos, k, radius, scenes.HAND_RADIUS)
+    untouched_total += untouched.sum()
+    worst = max(worst, change[untouched].max())
+  assert untouched_total > PUSH_ENVS * PUSH_ROUNDS, untouched_total   # most objects are left alone
+  assert worst <= 0.05, f"{backend}: an untouched object's speed changed by {worst:.3f} m/s"
+
+
+def test_c_and_mjx_agree_on_pushes(pushes):
+  """With glass-like break speeds for every object the pushes break things; the backends agree on
+  how many breaks within max(2, 20%) (float32 MJX vs float64 C near the threshold), and on where
+  the objects end up within 1 cm."""
+  out, k, _ = pushes
+  assert out["mjx"] is not None
+  counts = {b: int(sum(broken.sum() for _, _, broken in out[b])) for b in ("c", "mjx")}
+  assert counts["c"] >= 5, counts
+  assert abs(counts["c"] - counts["mjx"]) <= max(2, 0.2 * counts["c"]), counts
+  end = {b: out[b][-1][0][:, -1, :7 * k].reshape(-1, k, 7)[..., :3] for b in ("c", "mjx")}
+  assert np.abs(end["c"] - end["mjx"]).max() < 0.01

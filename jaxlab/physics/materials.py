@@ -25,11 +25,19 @@ class Material:
   rgba: tuple[float, float, float, float] = (0.5, 0.5, 0.5, 1.0)
 
   def __post_init__(self):
-    for field in ("density", "stiffness", "damping", "break_speed"):
-      if not getattr(self, field) > 0:
-        raise ValueError(f"Material.{field} must be positive, got {getattr(self, field)!r}")
-    if len(self.friction) != 3 or min(self.friction) < 0:
-      raise ValueError(f"Material.friction must be three non-negative numbers, got {self.friction!r}")
+    def number(v):
+      return isinstance(v, (int, float)) and not isinstance(v, bool)
+    for field in ("density", "stiffness", "damping"):
+      v = getattr(self, field)
+      if not (number(v) and 0 < v < math.inf):
+        raise ValueError(f"Material.{field}: must be a positive finite number, got {v!r}")
+    if not (number(self.break_speed) and self.break_speed > 0):   # inf: unbreakable
+      raise ValueError(f"Material.break_speed: must be a positive number (inf: unbreakable), got {self.break_speed!r}")
+    f = self.friction
+    if not (len(f) == 3 and all(number(x) and 0 <= x < math.inf for x in f)):
+      raise ValueError(f"Material.friction: must be three non-negative finite numbers, got {f!r}")
+    if not (len(self.rgba) == 4 and all(number(x) and 0 <= x <= 1 for x in self.rgba)):
+      raise ValueError(f"Material.rgba: must be four numbers in [0, 1], got {self.rgba!r}")
 
 
 # Bounce fractions (rebound height / drop height) from a 1 m drop measured with these values:

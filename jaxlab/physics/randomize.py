@@ -15,6 +15,8 @@ really act: without it a heavier object falls faster.
 
 from __future__ import annotations
 
+import functools
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import jax
@@ -28,6 +30,7 @@ from jaxlab.physics.materials import LIBRARY, MATERIALS
 FIELDS = ("geom_friction", "geom_solref", "body_mass", "body_inertia", "body_subtreemass", "body_invweight0",
           "dof_invweight0", "dof_M0", "opt.gravity")
 _DEFAULT = PhysicsConfig()
+F32 = jnp.float32
 LYING = np.array([np.cos(np.pi / 4), 0.0, np.sin(np.pi / 4), 0.0])   # capsule axis along x
 
 
@@ -67,7 +70,8 @@ class _Stream:
   SIZE = 48
 
   def __init__(self, key):
-    self.u, self.i = jax.random.uniform(key, (self.SIZE,)), 0
+    # float32 whatever jax_enable_x64 says: the same key draws the same scenes in both modes
+    self.u, self.i = jax.random.uniform(key, (self.SIZE,), F32), 0
 
   def take(self, rng, shape=()):
     size = int(np.prod(shape))
@@ -85,40 +89,51 @@ class _Stream:
 
 def _placement(r: _Stream, stage: int, lay: scenes.Layout):
   """Object poses [num_objects, 7], hand position [3] (or None), goal [3]."""
-  resting = [jnp.asarray(LYING if s.shape == "capsule" else [1.0, 0, 0, 0]) for s in lay.slots]
-  z = jnp.array([s.half_height for s in lay.slots])
-  goal = jnp.zeros(3)
+  f32 = lambda x: jnp.asarray(x, F32)
+  resting = [f32(LYING if s.shape == "capsule" else [1.0, 0, 0, 0]) for s in lay.slots]
+  z = f32([s.half_height for s in lay.slots])
+  goal = jnp.zeros(3, F32)
   hand = None
   if stage == 0:
-    xy = jnp.array([[-0.5, 0.0], [0.0, 0.0], [0.5, 0.0]]) + r.take((-0.05, 0.05), (3, 2))
+    xy = f32([[-0.5, 0.0], [0.0, 0.0], [0.5, 0.0]]) + r.take((-0.05, 0.05), (3, 2))
   elif stage == 1:
-    x = jnp.array([-0.35, 0.0, 0.35]) + r.take((-0.08, 0.08), (3,))
+    x = f32([-0.35, 0.0, 0.35]) + r.take((-0.08, 0.08), (3,))
     xy = jnp.stack([x, r.take((-0.35, 0.35), (3,))], -1)
-    hand = jnp.array([r.take((-0.5, 0.5)), -0.6, scenes.HAND_RADIUS])
+    hand = jnp.stack([r.take((-0.5, 0.5)), f32(-0.6), f32(scenes.HAND_RADIUS)])
   elif stage == 2:
     base = r.take((-0.2, 0.2), (2,))
-    half = jnp.array([s.size[0] for s in lay.slots])
+    half = f32([s.size[0] for s in lay.slots])
     # each block shifted off the one below by up to 1.2 of that block's half width in x and y: past 1, it tips
     shift = r.take((-1.2, 1.2), (2, 2)) * half[:2, None]
     xy = jnp.stack([base, base + shift[0], base + shift[0] + shift[1]])
-    heights = jnp.array([2 * s.size[2] for s in lay.slots])
-    z = jnp.cumsum(heights) - heights / 2 + jnp.arange(3) * 1e-4
-    hand = jnp.array([r.take((-0.5, 0.5)), -0.6, scenes.HAND_RADIUS])
+    heights = f32([2 * s.size[2] for s in lay.slots])
+    z = jnp.cumsum(heights) - heights / 2 + f32([0.0, 1e-4, 2e-4])
+    hand = jnp.stack([r.take((-0.5, 0.5)), f32(-0.6), f32(scenes.HAND_RADIUS)])
   else:
     y = r.take((-0.3, 0.3))
-    stick = jnp.array([r.take((0.0, 0.08)), y + r.take((-0.05, 0.05))])
-    target = jnp.array([0.38 + r.take((0.0, 0.1)), y + r.take((-0.03, 0.03))])
+    stick = jnp.stack([r.take((0.0, 0.08)), y + r.take((-0.05, 0.05))])
+    target = jnp.stack([0.38 + r.take((0.0, 0.1)), y + r.take((-0.03, 0.03))])
     xy = jnp.stack([stick, target])
-    goal = jnp.array([r.take((0.6, 0.75)), y + r.take((-0.1, 0.1)), lay.slots[1].half_height])
-    hand = jnp.array([r.take((-0.45, -0.3)), stick[1], scenes.HAND_RADIUS])
+    goal = jnp.stack([r.take((0.6, 0.75)), y + r.take((-0.1, 0.1)), f32(lay.slots[1].half_height)])
+    hand = jnp.stack([r.take((-0.45, -0.3)), stick[1], f32(scenes.HAND_RADIUS)])
   poses = jnp.concatenate([xy, z[:, None], jnp.stack(resting)], -1)
   return poses, hand, goal
+
+
+@functools.lru_cache(maxsize=None)
+def _float32_fields(stage: int) -> SimpleNamespace:
+  """The base model's arrays draw() starts from, as float32 NumPy (MuJoCo keeps float64; float32
+  here keeps the scenes identical with and without jax_enable_x64)."""
+  model = scenes.base_model(stage, _DEFAULT)
+  return SimpleNamespace(**{name: np.asarray(getattr(model, name), np.float32) for name in (
+      "body_mass", "body_inertia", "body_subtreemass", "body_invweight0", "dof_invweight0", "dof_M0",
+      "geom_friction", "geom_solref")}, body_dofadr=model.body_dofadr)
 
 
 def _one(key, stage: int, t: Tables):
   # the fields drawn here do not depend on the config's solver or hand settings: any config's
   # base model gives the same arrays
-  model, idx, lay = scenes.base_model(stage, _DEFAULT), scenes.indices(stage, _DEFAULT), scenes.layout(stage)
+  model, idx, lay = _float32_fields(stage), scenes.indices(stage, _DEFAULT), scenes.layout(stage)
   n = len(lay.slots)
   r = _Stream(key)
   material = t.allowed[jnp.minimum((r.take((0, 1), (n,)) * len(t.allowed)).astype(jnp.int32), len(t.allowed) - 1)]
@@ -132,7 +147,7 @@ def _one(key, stage: int, t: Tables):
       "geom_friction": jnp.asarray(model.geom_friction).at[idx.geoms].set(
           t.friction[material] * r.take(t.ranges['friction_scale'], (n, 1))),
       "geom_solref": jnp.asarray(model.geom_solref).at[idx.geoms].set(
-          t.solref[material] * jnp.stack([jnp.ones(n), r.take(t.ranges['damping_scale'], (n,))], -1)),
+          t.solref[material] * jnp.stack([jnp.ones(n, F32), r.take(t.ranges['damping_scale'], (n,))], -1)),
       "body_mass": jnp.asarray(model.body_mass).at[idx.bodies].set(mass),
       "body_inertia": jnp.asarray(model.body_inertia).at[idx.bodies].set(
           model.body_inertia[idx.bodies] * (mass / model.body_mass[idx.bodies])[:, None]),
@@ -140,7 +155,7 @@ def _one(key, stage: int, t: Tables):
       "body_invweight0": jnp.asarray(model.body_invweight0).at[idx.bodies].divide(ratio[:, None]),
       "dof_invweight0": jnp.asarray(model.dof_invweight0).at[dofs].divide(dof_ratio),
       "dof_M0": jnp.asarray(model.dof_M0).at[dofs].multiply(dof_ratio),
-      "opt.gravity": jnp.array([0.0, 0.0, -1.0]) * r.take(t.ranges['gravity']),
+      "opt.gravity": jnp.asarray([0.0, 0.0, -1.0], F32) * r.take(t.ranges['gravity']),
   }
   poses, hand, goal = _placement(r, stage, lay)
   qpos = poses.reshape(-1) if hand is None else jnp.concatenate([poses.reshape(-1), hand])
@@ -151,20 +166,44 @@ def _one(key, stage: int, t: Tables):
 
 def draw_pure(key, stage: int, t: Tables, first, n: int) -> Scene:
   """Scenes of envs first .. first+n-1: env i's scene comes from fold_in(key, i) (jittable)."""
-  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(n))
+  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(n, dtype=jnp.int32))
   t = jax.tree.map(jnp.asarray, t)
   return jax.vmap(lambda k: _one(k, stage, t))(keys)
 
 
+def env_keys(key, first, n: int):
+  """The keys of envs first .. first+n-1 of a batch drawn from `key`: env i's is fold_in(key, i)."""
+  return jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(n, dtype=jnp.int32))
+
+
+def draw_each(keys, stage: int, t: Tables) -> Scene:
+  """One scene per key (jittable)."""
+  t = jax.tree.map(jnp.asarray, t)
+  return jax.vmap(lambda k: _one(k, stage, t))(keys)
+
+
+def draw_pure(key, stage: int, t: Tables, first, n: int) -> Scene:
+  """Scenes of envs first .. first+n-1: env i's scene comes from fold_in(key, i) (jittable)."""
+  return draw_each(env_keys(key, first, n), stage, t)
+
+
 BLOCK = 64
-_draw_block = jax.jit(draw_pure, static_argnums=(1, 4))
+_draw_block = jax.jit(draw_each, static_argnums=1)
+
+
+def draw_keys(keys, stage: int, config: PhysicsConfig) -> Scene:
+  """One scene per key as NumPy, in blocks of BLOCK keys so every count shares one compiled program."""
+  keys = np.asarray(jax.random.key_data(keys))
+  n = len(keys)
+  padded = np.concatenate([keys, np.repeat(keys[:1], -n % BLOCK, axis=0)])
+  t = tables(config)
+  blocks = [_draw_block(jax.random.wrap_key_data(padded[i:i + BLOCK]), stage, t) for i in range(0, len(padded), BLOCK)]
+  return jax.tree.map(lambda *x: np.concatenate([np.asarray(b) for b in x])[:n], *blocks)
 
 
 def draw(key, stage: int, config: PhysicsConfig, n: int) -> Scene:
-  """n scenes as NumPy, drawn in blocks of BLOCK envs so every n shares one compiled program."""
-  t = tables(config)
-  blocks = [_draw_block(key, stage, t, np.int32(i), BLOCK) for i in range(0, n, BLOCK)]
-  return jax.tree.map(lambda *x: np.concatenate([np.asarray(b) for b in x])[:n], *blocks)
+  """n scenes as NumPy: env i's from fold_in(key, i), as draw_pure."""
+  return draw_keys(env_keys(key, 0, n), stage, config)
 
 
 def batched_model(base, fields: dict):
@@ -182,3 +221,41 @@ def write_c_models(models, scene_np: Scene, envs) -> None:
     for name, value in scene_np.fields.items():
       target = m.opt.gravity if name == "opt.gravity" else getattr(m, name)
       target[...] = value[i]
+
+
+# What a per-env field may hold (set_field): every field finite; these also non-negative.
+_NON_NEGATIVE = ("geom_friction", "body_mass", "body_inertia", "body_subtreemass", "body_invweight0",
+                 "dof_invweight0", "dof_M0")
+
+
+def check_field(name: str, value, fields: dict, n: int, stage: int) -> np.ndarray:
+  """`value` for the per-env field `name`, broadcast to the shape [n, ...] of n envs' values in
+  `fields` and checked, so a bad value is an error here rather than an exploded scene that the
+  sanity check would silently replace with a fresh one."""
+  if name not in FIELDS:
+    raise ValueError(f"set_field: name must be one of {FIELDS}, got {name!r}")
+  current = np.asarray(fields[name])[:n]
+  try:
+    v = np.broadcast_to(np.asarray(value, np.float64), current.shape)
+  except ValueError:
+    raise ValueError(f"set_field({name!r}): value of shape {np.shape(value)} does not broadcast to the "
+                     f"field's per-env shape {current.shape}") from None
+  def bad(what, where):
+    at = np.argwhere(where)[0]
+    raise ValueError(f"set_field({name!r}): {what}, got {float(v[tuple(at)])!r} at [env, ...] index {at.tolist()}")
+  if not np.isfinite(v).all():
+    bad("values must be finite", ~np.isfinite(v))
+  if name in _NON_NEGATIVE and (v < 0).any():
+    bad("values must be non-negative", v < 0)
+  objects = np.zeros(v.shape, bool)
+  if name in ("body_mass", "body_inertia"):
+    objects[:, scenes.indices(stage, _DEFAULT).bodies] = True
+    if (objects & (v <= 0)).any():
+      bad("every object needs a positive mass and inertia", objects & (v <= 0))
+  if name == "geom_solref":
+    rows = v[:, scenes.indices(stage, _DEFAULT).geoms]
+    mixed = ~(((rows[..., 0] > 0) & (rows[..., 1] > 0)) | ((rows[..., 0] < 0) & (rows[..., 1] < 0)))
+    if mixed.any():
+      raise ValueError(f"set_field('geom_solref'): an object's solref must be (timeconst, dampratio) > 0 or "
+                       f"(-stiffness, -damping) < 0, got {rows[mixed][0].tolist()}")
+  return v.astype(current.dtype)

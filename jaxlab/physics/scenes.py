@@ -23,6 +23,7 @@ from jaxlab.physics.config import PhysicsConfig
 
 STAGES = ("drop", "push", "stack", "tool")
 SHAPES = ("sphere", "box", "capsule")
+SIZE_FIELDS = {"sphere": 1, "box": 3, "capsule": 2}   # how many of a geom's 3 size numbers the shape uses
 WALL = 0.9            # m: the arena's walls stand at +-WALL
 HAND_RADIUS = 0.04
 SOLIMP = "0.9 0.9 0.001"   # a constant impedance: a linear spring whose material solref sets the bounce
@@ -32,6 +33,16 @@ SOLIMP = "0.9 0.9 0.001"   # a constant impedance: a linear spring whose materia
 class Slot:
   shape: str
   size: tuple[float, float, float]   # MuJoCo geom size, zero padded
+
+  def __post_init__(self):
+    if self.shape not in SHAPES:
+      raise ValueError(f"Slot.shape: must be one of {SHAPES}, got {self.shape!r}")
+    used = SIZE_FIELDS[self.shape]
+    size = self.size
+    if not (len(size) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in size)
+            and all(0 < x < np.inf for x in size[:used]) and all(x == 0 for x in size[used:])):
+      raise ValueError(f"Slot.size: a {self.shape} needs {used} positive finite sizes, then zeros (3 in all), "
+                       f"got {size!r}")
 
   @property
   def half_height(self) -> float:
@@ -72,8 +83,7 @@ def layout(stage: int) -> Layout:
 
 
 def _geom_size(slot: Slot) -> str:
-  n = {"sphere": 1, "box": 3, "capsule": 2}[slot.shape]
-  return " ".join(f"{s:g}" for s in slot.size[:n])
+  return " ".join(f"{s:g}" for s in slot.size[:SIZE_FIELDS[slot.shape]])
 
 
 def build_xml(stage: int, config: PhysicsConfig) -> str:

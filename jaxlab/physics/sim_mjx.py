@@ -8,6 +8,7 @@ The interaction logic (api.start, api.outcome) is the same code the C backend ru
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import NamedTuple
 
@@ -40,8 +41,14 @@ class StepOut(NamedTuple):
 
 
 @functools.lru_cache(maxsize=None)
-def _base(stage: int, config: PhysicsConfig):
-  return mjx.put_model(scenes.base_model(stage, config))
+def _base(stage: int, config: PhysicsConfig) -> mjx.Model:
+  """The stage's mjx.Model, built eagerly even when first asked for inside a trace: a cached value
+  made under jit or shard_map would hold that trace's tracers, and every later program that
+  reached it would fail with UnexpectedTracerError."""
+  model = copy.copy(scenes.base_model(stage, config))
+  model.opt.iterations = config.mjx_iterations     # see PhysicsConfig.mjx_iterations
+  with jax.ensure_compile_time_eval():
+    return mjx.put_model(model)
 
 
 def reset(key, stage: int, config: PhysicsConfig, n: int, first=0) -> EnvState:
@@ -72,6 +79,12 @@ def simulate(stage: int, config: PhysicsConfig, fields: dict, qpos, qvel, ctrl):
 def step(state: EnvState, action, stage: int, config: PhysicsConfig, first=0):
   """One interaction of every env: (new state, StepOut). Invalid envs restart from fresh scenes
   (env i, the first+i-th of the whole batch, from fold_in(fold_in(key, count), first + i))."""
+  new, out, _ = interact(state, action, stage, config, first)
+  return new, out
+
+
+def interact(state: EnvState, action, stage: int, config: PhysicsConfig, first=0):
+  """`step`, also returning the interaction's trajectories (qpos [n, T+1, nq], qvel [n, T+1, nv])."""
   k, n = len(scenes.layout(stage).slots), state.qpos.shape[0]
   qpos, qvel, ctrl = api.start(stage, config, state.qpos, state.qvel, state.scene.drop_quat, action, jnp)
   qs, vs = simulate(stage, config, state.scene.fields, qpos, qvel, ctrl)
@@ -85,7 +98,23 @@ def step(state: EnvState, action, stage: int, config: PhysicsConfig, first=0):
   keep = lambda old, new: jnp.where(valid.reshape((-1,) + (1,) * (old.ndim - 1)), old, new)
   scene = jax.tree.map(keep, state.scene, fresh)
   new = EnvState(keep(qpos_end, fresh.qpos), keep(qvel_end, jnp.zeros_like(qvel_end)), scene, state.key, count)
-  return new, out
+  return new, out, (qs, vs)
+
+
+def observe(state: EnvState, stage: int, config: PhysicsConfig) -> api.Observation:
+  """The envs' observation (jax.numpy)."""
+  k = len(scenes.layout(stage).slots)
+  return api.Observation(api.objects(state.qpos, state.qvel, k, jnp),
+                         api.context(stage, state.scene.material, state.scene.goal, jnp),
+                         api.hand(state.qpos, state.qvel, stage, config, jnp))
+
+
+def transition(state: EnvState, action, stage: int, config: PhysicsConfig, first=0):
+  """`step`, returning (new state, api.Transition) like the C backend's act (pure, jittable)."""
+  obs = observe(state, stage, config)
+  new, out = step(state, action, stage, config, first)
+  nxt = api.Observation(out.objects, obs.context, out.hand)
+  return new, api.Transition(obs, action, nxt, out.broken, out.contact, out.valid)
 
 
 class MjxSim:
@@ -110,7 +139,7 @@ class MjxSim:
     self.rows = NamedSharding(self.mesh, rows)
     shard = functools.partial(jax.shard_map, mesh=self.mesh, check_vma=False)
     self._reset = jax.jit(shard(lambda k: reset(k, stage, self.config, local, first()), in_specs=P(), out_specs=specs))
-    self._step = jax.jit(shard(lambda s, a: step(s, a, stage, self.config, first()), in_specs=(specs, rows),
+    self._step = jax.jit(shard(lambda s, a: transition(s, a, stage, self.config, first()), in_specs=(specs, rows),
                                out_specs=(specs, rows)), donate_argnums=0)
     self.reset(seed)
 
@@ -131,10 +160,7 @@ class MjxSim:
 
   @property
   def obs(self) -> api.Observation:
-    s = self.state
-    return api.Observation(self._host(api.objects(s.qpos, s.qvel, self.spec.num_objects, jnp)),
-                           self._host(api.context(self.stage, s.scene.material, s.scene.goal, jnp)),
-                           self._host(api.hand(s.qpos, s.qvel, self.stage, self.config, jnp)))
+    return jax.tree.map(self._host, observe(self.state, self.stage, self.config))
 
   def _pad(self, x):
     x = np.asarray(x)
@@ -149,16 +175,12 @@ class MjxSim:
     return self.obs
 
   def set_field(self, name: str, value) -> None:
-    if name not in randomize.FIELDS:
-      raise ValueError(f"name: must be one of {randomize.FIELDS}, got {name!r}")
+    value = randomize.check_field(name, value, self.state.scene.fields, self.num_envs, self.stage)
     full = np.array(self.state.scene.fields[name])
     full[:self.num_envs] = value
     self._put(scene=self.state.scene._replace(fields={**self.state.scene.fields, name: full}))
 
   def act(self, actions) -> api.Transition:
     a = check_actions(actions, self.num_envs)
-    obs = self.obs
     self.state, out = self._step(self.state, jax.device_put(self._pad(a), self.rows))
-    out = jax.tree.map(self._host, out)
-    nxt = api.Observation(out.objects, obs.context, out.hand)
-    return api.Transition(obs, a, nxt, out.broken, out.contact, out.valid)
+    return jax.tree.map(self._host, out)._replace(action=a)
