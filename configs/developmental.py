@@ -1,14 +1,15 @@
-"""Developmental physics (developmental-physics.md, issue 6): a world model learns intuitive physics by
-playing in four stages of MuJoCo scenes; curiosity versus random play versus fixed-order stages.
+"""Developmental physics (developmental-physics.md): a world model learns intuitive physics by
+playing in four stages of MuJoCo scenes; curiosity (by expected surprise, or by learning progress)
+versus random play versus fixed-order stages.
 
-  jaxlab run configs/developmental.py:smoke --workdir checkpoints/developmental_smoke   # under 2 min on CPU
-  jaxlab run configs/developmental.py:cpu --workdir checkpoints/developmental           # the default (= repro)
-  jaxlab run configs/developmental.py:gpu --workdir checkpoints/developmental_gpu       # full size, MJX backend
-  jaxlab run configs/developmental.py:cpu --workdir DIR --config.seeds=5 --config.curiosity.score=progress
+  jaxlab run configs/developmental.py:smoke --workdir checkpoints/developmental_smoke
+  jaxlab run configs/developmental.py:smoke --workdir DIR --config.backend=mjx   # the fused MJX program
+  jaxlab run configs/developmental.py:cpu --workdir checkpoints/developmental     # the default (= repro)
+  jaxlab run configs/developmental.py:gpu --workdir checkpoints/developmental_gpu # one accelerator, MJX
 
 Every regime and seed plays the same environment-step budget (play.episodes x play.episode_rounds x
-play.envs) in lockstep; the run checkpoints after every play.episodes_per_chunk episodes and a
-restarted command resumes. docs/developmental.md says why each number is what it is.
+play.envs); the run checkpoints after every play.episodes_per_chunk episodes and a restarted
+command resumes. docs/developmental.md says why each number is what it is.
 """
 
 import dataclasses
@@ -23,23 +24,27 @@ def cpu():
   c = ml_collections.ConfigDict()
   c.experiment = "developmental"
   c.seed = 0                       # root key; seed index i uses fold_in(root, i)
-  c.seeds = 3                      # seeds per regime (paired across regimes)
-  c.regimes = ("curiosity", "random", "fixed_order")
+  c.seeds = 10                     # seeds per regime (paired across regimes)
+  c.regimes = ("curiosity", "progress", "random", "fixed_order")
   c.backend = "c"                  # MuJoCo's C engine (CPU); "mjx" for accelerators
   c.stop_after = 0                 # chunks to play in this call (a job's time limit); 0: all
   c.play = ml_collections.ConfigDict(dict(
-      envs=16,                     # environments per run
+      envs=64,                     # environments per run
       episode_rounds=8,            # interactions per episode (scenes reset between episodes)
-      episodes=32,                 # per run: 32 x 8 x 16 = 4,096 environment steps
-      episodes_per_chunk=8,        # checkpoint interval
-      eval_every=4))               # held-out evaluation interval (episodes)
-  c.learner = ml_collections.ConfigDict(dict(replay_size=2048, replay_batch=128, updates_per_round=2, lag=0.99))
+      episodes=32,                 # per run: 32 x 8 x 64 = 16,384 environment steps
+      episodes_per_chunk=8,        # checkpoint interval (a multiple of eval_every)
+      eval_every=2))               # held-out evaluation interval (episodes)
+  c.learner = ml_collections.ConfigDict(dict(replay_size=8192, replay_batch=128, updates_per_round=2))
   c.model = ml_collections.ConfigDict(dict(
-      hidden=256, depth=3, surprise_hidden=128,
+      kind="relational",                       # an interaction network; "mlp": one flat MLP
+      hidden=128, depth=2, edge_hidden=64,     # per-object MLP (the flat MLP when kind="mlp"), per-pair MLP
+      surprise_hidden=128,
       input_scale=(1.0, 1.0, 2.0, 10.0),       # m, quaternion, m/s, rad/s
       delta_floor=(1e-3, 1e-3, 1e-2, 1e-1),    # smallest unit of a state change, same groups
       event_weight=1.0, learning_rate=1e-3, clip_norm=1.0))
-  c.curiosity = ml_collections.ConfigDict(dict(candidates=16, score="surprise", temperature=0.0))
+  c.curiosity = ml_collections.ConfigDict(dict(
+      candidates=16, temperature=0.0,
+      bins=3, alp_fast=0.2, alp_slow=0.04))   # learning progress: bins per action dim, EMA rates
   c.curriculum = ml_collections.ConfigDict(dict(
       threshold=(0.1, 0.1, 0.1, 0.1),   # held-out units: 1 ~ predicting "nothing changes"
       plateau=0.05, fast=0.5, slow=0.25, min_episodes=3))
@@ -59,12 +64,13 @@ def smoke():
   c.play.episode_rounds = 2
   c.play.episodes = 8
   c.play.episodes_per_chunk = 4
-  c.play.eval_every = 4
+  c.play.eval_every = 2
   c.learner.replay_size = 256
   c.learner.replay_batch = 16
   c.learner.updates_per_round = 1
   c.model.hidden = 64
   c.model.depth = 2
+  c.model.edge_hidden = 32
   c.model.surprise_hidden = 32
   c.curiosity.candidates = 4
   c.curriculum.min_episodes = 1
@@ -79,19 +85,21 @@ def smoke():
 
 
 def gpu():
+  """One accelerator, MJX: 128x the cpu variant's interactions per run (not yet run on one)."""
   c = cpu()
   c.backend = "mjx"
-  c.seeds = 5
-  c.play.envs = 1024
-  c.play.episodes = 96
+  c.play.envs = 4096
+  c.play.episodes = 64               # per run: 64 x 8 x 4,096 = 2,097,152 environment steps
   c.play.episodes_per_chunk = 8
-  c.learner.replay_size = 65536
-  c.learner.replay_batch = 1024
+  c.play.eval_every = 4
+  c.learner.replay_size = 131072
+  c.learner.replay_batch = 2048
   c.learner.updates_per_round = 4
   c.model.hidden = 512
-  c.model.depth = 4
+  c.model.depth = 3
+  c.model.edge_hidden = 256
   c.curiosity.candidates = 32
-  c.eval.heldout_envs = 1024
+  c.eval.heldout_envs = 256
   c.eval.probe_pairs = 512
   return c
 

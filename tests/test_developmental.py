@@ -1,8 +1,11 @@
-"""Tests of the developmental learner (developmental-physics.md, issue 6, the learner half).
+"""Tests of the developmental learner (developmental-physics.md): the C host loop and the fused MJX
+program, curiosity, learning progress, the curriculum, evaluation, resumption.
 
-Compilation and the physics' first scene draw per stage dominate on CPU, so every test shares the
-programs the smoke config compiles (`learner.programs` is cached by its dims and config) and the
-C backend's Sims. The physics itself is jaxlab.physics (tests/test_physics.py tests it).
+Compilation dominates on CPU, so the tests share what the smoke config compiles (`learner.learner`
+is cached by its dims and config) and test the fused program's mechanics (bitwise across device
+counts, resumption, the same learner step as the host loop) with a world that replays recorded C
+transitions; the MJX physics inside it is compiled once, by the end-to-end `--config.backend=mjx`
+smoke run. The physics itself is tests/test_physics.py's.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import numpy as np
 import pytest
 
 from jaxlab import physics
-from jaxlab.core import results
+from jaxlab.core import mesh as mesh_lib
+from jaxlab.core import results, train
 from jaxlab.core.config import ConfigError, load
 from jaxlab.developmental import batch as batch_lib
-from jaxlab.developmental import curriculum, evaluation, experiment, learner, play, world_model
+from jaxlab.developmental import curiosity, curriculum, evaluation, experiment, fused, learner, play, world_model
+from jaxlab.developmental import keys as keys_lib
+from jaxlab.developmental.population import Population
 from launch.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,21 +45,18 @@ def smoke_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def progs(config, smoke_dir):
-  """The smoke run's compiled programs (same dims and learner config: a cache hit)."""
-  specs = [physics.make_sim(s, config.play.envs, config=experiment.physics_config(config)).spec
-           for s in range(len(physics.STAGES))]
-  return learner.programs(batch_lib.Dims.of(specs, len(physics.MATERIALS)), experiment.learner_config(config))
-
-
-def n_runs(config):
-  """The smoke run's runs axis: tests call the programs with the same shapes, so nothing compiles."""
-  return len(config.regimes) * config.seeds
+def pieces(config):
+  """The smoke run's learner and a population of its size (same shapes: compiled once)."""
+  pcfg = experiment.physics_config(config)
+  dims, action_dims = experiment.dims_of(pcfg)
+  lrn = learner.learner(dims, experiment.learner_config(config), action_dims)
+  table = experiment.runs_table(config)
+  return pcfg, lrn, Population(lrn, len(table["seed"])), table
 
 
 def test_smoke_end_to_end(config, smoke_dir):
-  for name in ("config.json", "summary.json", "report.md", "runs.npz", "learning_curves.png",
-               "curriculum_timeline.png", "probe_aucs.png", "materials.png", "trajectories.png"):
+  for name in ("config.json", "summary.json", "report.md", "runs.npz", "learning_curves.png", "timing.json",
+               "curriculum_timeline.png", "probe_aucs.png", "materials.png", "trajectories.png", "train_log.jsonl"):
     assert (smoke_dir / name).is_file(), name
   summary = json.loads((smoke_dir / "summary.json").read_text())
   _, table, res = results.load(smoke_dir)
@@ -64,8 +67,14 @@ def test_smoke_end_to_end(config, smoke_dir):
   assert res["probe_auc"].shape == (n_runs, len(config.eval.probes))
   assert ((res["probe_auc"] >= 0) & (res["probe_auc"] <= 1)).all()
   assert summary["figures"]["final/curiosity/drop"]["n"] == config.seeds
-  assert all(c["verdict"] in ("holds", "does not hold") for c in summary["claims"])
-  # Every regime played exactly the same environment-step budget; the fixed order visits every stage.
+  head = summary["headline"]["regimes"]
+  assert set(head) == set(config.regimes)
+  for row in head.values():
+    assert row["final_error"]["n"] == config.seeds and len(row["final_error"]["ci"]) == 2
+    assert set(row["probe_auc"]) == set(config.eval.probes) and "steps_to_random_final" in row
+  assert all(c["interval"] is not None or c["verdict"] == "by construction" for c in summary["claims"])
+  assert "seconds" not in (smoke_dir / "summary.json").read_text()
+  # Every regime played exactly the same budget; the fixed order visits every stage.
   fixed = table["regime"] == list(config.regimes).index("fixed_order")
   assert (np.sort(np.unique(res["stage"][fixed])) == np.arange(len(physics.STAGES))).all()
 
@@ -80,65 +89,209 @@ def test_resume_is_bitwise(smoke_dir, tmp_path):
   for key in r1:
     np.testing.assert_array_equal(r1[key], r2[key], err_msg=key)
   assert (tmp_path / "summary.json").read_bytes() == (smoke_dir / "summary.json").read_bytes()
+  with pytest.raises(train.CheckpointMismatch):
+    main(["run", SMOKE, "--workdir", str(tmp_path), "--config.seed=5"])
 
 
-def test_world_model_error_falls_on_stage_1(config, progs):
-  """Online training on drops (stage 1) with random actions lowers the error on held-out drops."""
+# -- the fused program, on recorded transitions ------------------------------------------------
+
+
+class Replay:
+  """A world for the fused program that replays a run's recorded padded transitions, round by
+  round (row["replay"]: Batch [rounds, envs, ...]); it ignores the actions."""
+
+  def __init__(self, rounds: int):
+    self.rounds = rounds
+
+  def init(self, row):
+    return row["replay"], row["first"] * self.rounds
+
+  def reset(self, envs, stage, key):
+    return envs
+
+  def observe(self, envs, stage):
+    data, t = envs
+    return world_model.obs_of(jax.tree.map(lambda x: x[t], data))
+
+  def step(self, envs, stage, action):
+    data, t = envs
+    return (data, t + 1), jax.tree.map(lambda x: x[t], data)
+
+
+@pytest.fixture(scope="module")
+def recorded(config, pieces):
+  """Two chunks of the C host loop (every regime, the smoke sizes), with every round's actions and
+  padded transitions recorded, and its state after each chunk."""
+  pcfg, lrn, pop, table = pieces
+  flags = experiment.flags_of(config, table)
+  cal = evaluation.scene_set(config, pcfg, lrn.dims, keys_lib.CALIBRATION)
+  heldout = evaluation.scene_set(config, pcfg, lrn.dims, keys_lib.HELDOUT)
+  scale = world_model.delta_scale(cal, lrn.dims.stages, lrn.cfg.model)
+  driver = play.Driver(config, pop, flags, table["seed"], pcfg, heldout)
+  batches, actions = [], []
+  step, act = driver.game.step, pop.act
+  driver.game.step = lambda stages, a: batches.append(step(stages, a)) or batches[-1]
+  pop.act = lambda *args: actions.append(act(*args)) or actions[-1]
+  init_keys = keys_lib.round_keys(keys_lib.root(config.seed), table["seed"], 0, keys_lib.INIT)
+  state = driver.init(init_keys, scale)
+  per_chunk = config.play.episodes_per_chunk
+  states, logs = [driver.host(state)], []
+  for c in range(2):
+    state, chunk = driver.play(state, c * per_chunk, per_chunk)
+    states.append(driver.host(state))
+    logs.append(chunk)
+  pop.act = act
+  driver.close()
+  replay = batch_lib.Batch(*(np.stack(x, 1) for x in zip(*batches)))       # [runs, rounds, envs, ...]
+  return {"states": states, "logs": logs, "replay": replay, "actions": np.stack([a for a, _ in actions], 1),
+          "flags": flags, "heldout": heldout}
+
+
+def _fused(config, pieces, recorded, mesh=None):
+  _, lrn, _, table = pieces
+  p = config.play
+  return fused.Fused(lrn, Replay(p.episode_rounds), recorded["heldout"], seed=config.seed, envs=p.envs,
+                     rounds=p.episode_rounds, episodes_per_chunk=p.episodes_per_chunk, eval_every=p.eval_every,
+                     n_episodes=p.episodes, mesh=mesh)
+
+
+def _rows(config, pieces, recorded, state, first):
+  rows = fused.rows_of(state, recorded["flags"], pieces[3]["seed"], first)
+  return {**rows, "replay": recorded["replay"]}
+
+
+def test_fused_program_drives_the_same_learner_step_as_the_host_loop(config, pieces, recorded):
+  """Given the transitions the C host loop saw, the fused program's learner (one run at a time)
+  ends where the host loop's (vmapped over the population) does: same curriculum, same logs and
+  parameters to float rounding."""
+  prog = _fused(config, pieces, recorded)
+  out = prog.play(_rows(config, pieces, recorded, recorded["states"][0], 0))
+  host, fused_state = recorded["states"][1], out["state"]
+  for a, b in zip(jax.tree.leaves(host.curr), jax.tree.leaves(fused_state.curr)):
+    if np.issubdtype(a.dtype, np.floating):
+      np.testing.assert_allclose(a, b, rtol=2e-4)
+    else:
+      np.testing.assert_array_equal(a, b)            # stages, mastery steps, episode counts
+  np.testing.assert_array_equal(recorded["logs"][0]["stage"], out["logs"]["stage"])
+  for a, b in zip(jax.tree.leaves(host.params), jax.tree.leaves(fused_state.params)):
+    assert np.linalg.norm(a - b) <= 1e-4 * np.linalg.norm(a)      # vmapped vs one run: float reordering
+  for k in ("surprise", "loss_world", "eval_stage"):
+    np.testing.assert_allclose(recorded["logs"][0][k], out["logs"][k], rtol=2e-4, err_msg=k)
+
+
+def test_fused_program_is_the_same_on_1_and_8_devices_and_resumes_bitwise(config, pieces, recorded, tmp_path):
+  assert jax.device_count() == 8
+  one = jax.make_mesh((1,), (mesh_lib.AXIS,), devices=jax.devices()[:1])
+  whole = _fused(config, pieces, recorded).play(_rows(config, pieces, recorded, recorded["states"][0], 0))
+  single = _fused(config, pieces, recorded, one).play(_rows(config, pieces, recorded, recorded["states"][0], 0))
+  for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(single)):
+    np.testing.assert_array_equal(a, b)
+  # the second chunk from the first one's state after a checkpoint round trip = straight through
+  prog = _fused(config, pieces, recorded)
+  second = prog.play(_rows(config, pieces, recorded, whole["state"], config.play.episodes_per_chunk))
+  with train.Checkpoints(tmp_path / "checkpoints", "fused") as ckpt:
+    ckpt.save(0, whole["state"], done=config.play.episodes_per_chunk)
+    restored, meta = ckpt.restore(whole["state"])
+  again = prog.play(_rows(config, pieces, recorded, restored, meta["done"]))
+  for a, b in zip(jax.tree.leaves(second), jax.tree.leaves(again)):
+    np.testing.assert_array_equal(a, b)
+
+
+# -- the MJX backend end to end ------------------------------------------------------------------
+
+
+def test_mjx_smoke_end_to_end_then_mjx_sims_in_the_same_process(config, tmp_path):
+  """The smoke config on the fused MJX program (CPU), then two MjxSims in the same process: no
+  tracer cached by the fused program's trace (the MJX model of a stage is built eagerly) reaches
+  them."""
+  assert main(["run", SMOKE, "--workdir", str(tmp_path), "--config.backend=mjx"]) == 0
+  _, table, res = results.load(tmp_path)
+  assert np.isfinite(res["eval_stage"]).all() and np.isfinite(res["loss_world"]).all()
+  assert res["valid"].mean() > 0.95
+  fixed = table["regime"] == list(config.regimes).index("fixed_order")
+  assert (np.sort(np.unique(res["stage"][fixed])) == np.arange(len(physics.STAGES))).all()
   pcfg = experiment.physics_config(config)
-  n_env, runs = config.play.envs, n_runs(config)
+  actions = np.zeros((8, 3), np.float32)
+  sims = [physics.make_sim(0, 8, backend="mjx", seed=1, config=pcfg) for _ in range(2)]
+  first, second = (sim.act(actions) for sim in sims)
+  np.testing.assert_array_equal(first.next.objects, second.next.objects)
+
+
+# -- learner pieces --------------------------------------------------------------------------------
+
+
+def test_world_model_error_falls_on_drops(config, pieces):
+  """Online training on drops with random actions lowers the error on held-out drops."""
+  pcfg, lrn, pop, _ = pieces
+  n_env = config.play.envs
   sim = physics.make_sim(0, n_env, seed=11, config=pcfg)
   rng = np.random.default_rng(0)
-  heldout = evaluation.random_episode(physics.make_sim(0, n_env, seed=12, config=pcfg), 13, 8, 0, progs.dims, rng)
-  scale = world_model.delta_scale(heldout, progs.dims.stages, progs.cfg.model)
-  state = progs.init(jax.random.split(jax.random.key(0), runs), scale)
-  before = evaluation.heldout_errors(progs, state, heldout)[0][:, 0]
+  heldout = evaluation.random_episode(physics.make_sim(0, n_env, seed=12, config=pcfg), 13, 8, 0, lrn.dims, rng)
+  scale = world_model.delta_scale(heldout, lrn.dims.stages, lrn.cfg.model)
+  state = pop.init(jax.random.split(jax.random.key(0), pop.n), scale)
+  flags = pop.rows(curiosity.Flags(*(np.zeros(pop.n, bool),) * 3))
+  before = pop.heldout(state, heldout)[0][:, 0]
   for rnd in range(100):
     tr = sim.act(rng.uniform(-1, 1, (n_env, 3)).astype(np.float32))
-    b = batch_lib.stack([batch_lib.transition(tr, 0, progs.dims, evaluation.materials(tr.obs, 0))] * runs)
-    state, _ = progs.learn(state, b, jax.random.split(jax.random.key(rnd), runs), n_env * (rnd + 1), False,
-                           np.ones(runs, bool), 0, 8)
-  after = evaluation.heldout_errors(progs, state, heldout)[0][:, 0]
+    b = batch_lib.stack([batch_lib.transition(tr, 0, lrn.dims)] * pop.n)
+    state, _ = pop.learn(state, b, jax.random.split(jax.random.key(rnd), pop.n), learner.clock(rnd, 8, n_env, 8), flags)
+  after = pop.heldout(state, heldout)[0][:, 0]
   assert (after < 0.7 * before).all(), (before, after)
 
 
-def _synthetic(progs, rng, n_runs, n_env, action):
+def _synthetic(dims, rng, n_runs, n_env, action):
   """Transitions of a made-up stage-2 world: a push moves object 0 by 0.1 action[0] m, and where
   action[1] > 0 the object also jumps to a random height (an unpredictable outcome)."""
-  d = progs.dims
-  objects = np.zeros((n_runs, n_env, d.objects, 13), np.float32)
+  objects = np.zeros((n_runs, n_env, dims.objects, 13), np.float32)
   objects[..., 3] = 1.0
   nxt = objects.copy()
   nxt[..., 0, 0] += 0.1 * action[..., 0]
   noisy = action[..., 1] > 0
   nxt[..., 0, 2] += np.where(noisy, rng.normal(0, 0.2, noisy.shape), 0.0)
   shape = (n_runs, n_env)
-  return batch_lib.Batch(objects=objects, next=nxt, mask=np.ones(shape + (d.objects,), bool),
-                         context=np.zeros(shape + (d.context,), np.float32), hand=np.zeros(shape + (6,), np.float32),
+  return batch_lib.Batch(objects=objects, next=nxt, mask=np.ones(shape + (dims.objects,), bool),
+                         context=np.zeros(shape + (dims.context,), np.float32), hand=np.zeros(shape + (6,), np.float32),
                          action=action.astype(np.float32), stage=np.ones(shape, np.int32),
-                         broken=np.zeros(shape + (d.objects,), bool), contact=np.zeros(shape + (d.objects,), bool),
-                         valid=np.ones(shape, bool), material=np.zeros(shape + (d.objects,), np.int32))
+                         broken=np.zeros(shape + (dims.objects,), bool), contact=np.zeros(shape + (dims.objects,), bool),
+                         valid=np.ones(shape, bool), material=np.zeros(shape + (dims.objects,), np.int32))
 
 
-def test_curiosity_seeks_the_surprising_actions(config, progs):
-  """Trained on random actions, the self-model expects surprise where outcomes are unpredictable,
-  and the curious policy picks those actions; the random one picks them about half the time."""
+def test_surprise_seeks_the_unpredictable_and_progress_does_not(config, pieces):
+  """Trained on random actions in a world where one action half gives unpredictable outcomes,
+  the surprise policy picks that half; learning progress, whose error there is flat, does not
+  prefer it over the learnable half; random play picks it half the time."""
+  _, lrn, pop, _ = pieces
   rng = np.random.default_rng(1)
-  n_env, runs = config.play.envs, n_runs(config)
-  scale = np.ones((progs.dims.stages, 13), np.float32) * 0.05
-  state = progs.init(jax.random.split(jax.random.key(1), runs), scale)
-  masks = np.ones((progs.dims.stages, progs.dims.action), np.float32)
+  n_env, runs, d = config.play.envs, pop.n, lrn.dims
+  scale = np.ones((d.stages, 13), np.float32) * 0.05
+  state = pop.init(jax.random.split(jax.random.key(1), runs), scale)
+  kind = np.arange(runs) % 3                              # 0 surprise, 1 progress, 2 random
+  flags = pop.rows(curiosity.Flags(kind < 2, np.ones(runs, bool), kind == 1))
   for rnd in range(120):
-    action = rng.uniform(-1, 1, (runs, n_env, progs.dims.action))
-    state, _ = progs.learn(state, _synthetic(progs, rng, runs, n_env, action),
-                           jax.random.split(jax.random.key(rnd), runs), n_env * (rnd + 1), False,
-                           np.ones(runs, bool), 0, 8)
-  probe = _synthetic(progs, rng, runs, n_env, np.zeros((runs, n_env, progs.dims.action)))
-  curious = np.arange(runs) % 2 == 0
-  picked = [np.asarray(progs.act(state, world_model.obs_of(probe), masks, curious,
-                                 jax.random.split(jax.random.key(100 + i), runs))[0]) for i in range(8)]
+    action = rng.uniform(-1, 1, (runs, n_env, d.action))
+    state, _ = pop.learn(state, _synthetic(d, rng, runs, n_env, action), jax.random.split(jax.random.key(rnd), runs),
+                         learner.clock(rnd, 8, n_env, 8), flags)
+  probe = _synthetic(d, rng, runs, n_env, np.zeros((runs, n_env, d.action)))
+  picked = [pop.act(state, world_model.obs_of(probe), jax.random.split(jax.random.key(100 + i), runs), flags)[0]
+            for i in range(8)]
   share = np.mean([p[:, :, 1] > 0 for p in picked], axis=(0, 2))   # per run
   # With K candidates the best possible share is 1 - 2^-K (0.94 for the smoke config's K = 4).
-  assert share[curious].min() > 0.8 and 0.3 < share[~curious].mean() < 0.7, share
+  assert share[kind == 0].min() > 0.8, share
+  assert share[kind == 1].max() < 0.7 and 0.3 < share[kind == 2].mean() < 0.7, share
+
+
+def test_learning_progress_scores_falling_error_over_flat_noise():
+  cfg = curiosity.CuriosityConfig(bins=2)
+  p = curiosity.init_progress(4, 1, cfg)
+  rng = np.random.default_rng(0)
+  update = jax.jit(curiosity.update_progress, static_argnames="cfg")
+  assert (curiosity.alp(p) == curiosity.UNVISITED).all()
+  for t in range(30):
+    surprise = np.concatenate([np.full(8, 2.0 * 0.93 ** t), 3.0 + rng.normal(0, 0.3, 8)])   # bin 0 learnable
+    p = update(p, 1, jnp.asarray(np.repeat([0, 1], 8)), jnp.asarray(surprise, jnp.float32), jnp.ones(16, bool), cfg)
+  lp = np.asarray(curiosity.alp(p))
+  assert lp[1, 0] > 2 * lp[1, 1] and (lp[0] == curiosity.UNVISITED).all(), lp
+  assert int(curiosity.bin_of(jnp.array([[-1.0, 1.0]]), 3)[0]) == 0 + 2 * 3
 
 
 def test_curriculum_advances_on_threshold_and_plateau():
@@ -163,19 +316,19 @@ def test_curriculum_advances_on_threshold_and_plateau():
   assert bool(last.review) and int(last.stage) == 1            # review: the stages take turns
 
 
-def test_padding_and_materials(config):
+def test_padding_and_materials(config, pieces):
   """Stage 4 (2 objects) pads to the widest stage with a mask; materials are read from the context."""
-  pcfg = experiment.physics_config(config)
-  n = config.play.envs
-  specs = [physics.make_sim(s, n, seed=3, config=pcfg).spec for s in range(len(physics.STAGES))]
-  dims = batch_lib.Dims.of(specs, len(physics.MATERIALS))
+  pcfg, lrn, _, _ = pieces
+  n, dims = config.play.envs, lrn.dims
   tr = physics.make_sim(3, n, seed=3, config=pcfg).act(np.zeros((n, 3), np.float32))
-  mats = evaluation.materials(tr.obs, 3)
-  b = batch_lib.transition(tr, 3, dims, mats)
+  b = batch_lib.transition(tr, 3, dims)
   assert b.objects.shape == (n, dims.objects, 13) and b.mask.tolist() == [[True, True, False]] * n
   assert (b.material[:, 2] == -1).all() and (b.objects[:, 2] == 0).all()
   onehot = tr.obs.context[:, :10 * 2].reshape(n, 2, 10)[..., :len(physics.MATERIALS)]
-  assert (onehot[np.arange(n)[:, None], np.arange(2)[None], mats] == 1).all()
+  assert (onehot[np.arange(n)[:, None], np.arange(2)[None], b.material[:, :2]] == 1).all()
+  padded = batch_lib.transition(tr, 3, dims, jnp)                # the fused program pads with jax.numpy
+  for x, y in zip(b, padded):
+    np.testing.assert_array_equal(x, y)
 
 
 def test_auc_and_scale():
@@ -194,9 +347,15 @@ def test_auc_and_scale():
 def test_config_errors_name_the_field():
   with pytest.raises(ConfigError, match="regimes"):
     load(SMOKE, ["--config.regimes=('curiosity', 'greedy')"], validate=experiment.validate)
-  with pytest.raises(ConfigError, match="play.eval_every"):
+  with pytest.raises(ConfigError, match="play.episodes_per_chunk"):
     load(SMOKE, ["--config.play.eval_every=3"], validate=experiment.validate)
+  with pytest.raises(ConfigError, match="play.episodes"):
+    load(SMOKE, ["--config.play.episodes=10"], validate=experiment.validate)
   with pytest.raises(ConfigError, match="curriculum.threshold"):
     load(SMOKE, ["--config.curriculum.threshold=(0.1, 0.1)"], validate=experiment.validate)
+  with pytest.raises(ConfigError, match="curiosity.alp_slow"):
+    load(SMOKE, ["--config.curiosity.alp_slow=0.0"], validate=experiment.validate)
   with pytest.raises(ConfigError, match="physics.timestep"):
     load(SMOKE, ["--config.physics.timestep=-0.1"], validate=experiment.validate)
+  with pytest.raises(ConfigError, match="physics.mass_scale"):
+    load(SMOKE, ["--config.physics.mass_scale=(1.0, 1e999)"], validate=experiment.validate)

@@ -2,9 +2,11 @@
 serve the whole curriculum (developmental-physics.md, "World Model (Predictive Understanding)").
 
 The four stages differ in how many objects, context fields and action dimensions they have
-(jaxlab.physics SimSpec). Every transition is padded on the host to the largest of each (`Dims`),
-with an object mask; the stage index travels with it and the model sees it as a one-hot. Padded
-objects, context fields and action dimensions are zero, so they carry no signal.
+(jaxlab.physics SimSpec). Every transition is padded (on the host with NumPy, or inside the fused
+program with jax.numpy) to the largest of each (`Dims`), with an object mask; the stage index
+travels with it and the model sees it as a one-hot. Padded objects, context fields and action
+dimensions are zero, so they carry no signal; the context's per-object blocks are padded and the
+goal stays last, so every field sits at the same place in every stage.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-OBJ_DIM = 13      # pos 3, quat 4 (w, x, y, z), linear velocity 3, angular velocity 3 (the contract)
-HAND_DIM = 6      # the hand's position 3 and velocity 3 (zeros in stages without a hand)
+from jaxlab.physics.api import HAND_DIM, OBJ_DIM   # object state: pos 3, quat 4, velocity 3, spin 3
+from jaxlab.physics.materials import MATERIALS
+
+N_MATERIALS = len(MATERIALS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,45 +61,58 @@ class Obs(NamedTuple):
   stage: np.ndarray
 
 
-def empty(n: int, dims: Dims) -> Batch:
-  """n rows of padding (invalid, no objects)."""
-  z = lambda *shape: np.zeros(shape, np.float32)
-  return Batch(objects=z(n, dims.objects, OBJ_DIM), next=z(n, dims.objects, OBJ_DIM),
-               mask=np.zeros((n, dims.objects), bool), context=z(n, dims.context), hand=z(n, HAND_DIM),
-               action=z(n, dims.action), stage=np.zeros(n, np.int32), broken=np.zeros((n, dims.objects), bool),
-               contact=np.zeros((n, dims.objects), bool), valid=np.zeros(n, bool),
-               material=np.full((n, dims.objects), -1, np.int32))
+def empty(shape, dims: Dims) -> Batch:
+  """Rows of padding (invalid, no objects); `shape` is the leading axes (an int or a tuple)."""
+  lead = (shape,) if isinstance(shape, int) else tuple(shape)
+  z = lambda *rest: np.zeros(lead + rest, np.float32)
+  return Batch(objects=z(dims.objects, OBJ_DIM), next=z(dims.objects, OBJ_DIM),
+               mask=np.zeros(lead + (dims.objects,), bool), context=z(dims.context), hand=z(HAND_DIM),
+               action=z(dims.action), stage=np.zeros(lead, np.int32), broken=np.zeros(lead + (dims.objects,), bool),
+               contact=np.zeros(lead + (dims.objects,), bool), valid=np.zeros(lead, bool),
+               material=np.full(lead + (dims.objects,), -1, np.int32))
 
 
-def _pad(x: np.ndarray, axis: int, size: int, value=0) -> np.ndarray:
-  x = np.asarray(x)
+def _pad(x, axis: int, size: int, xp, value=0):
   if x.shape[axis] > size:
     raise ValueError(f"axis {axis} of shape {x.shape} is larger than the padded size {size}")
   width = [(0, 0)] * x.ndim
   width[axis] = (0, size - x.shape[axis])
-  return np.pad(x, width, constant_values=value)
+  return xp.pad(x, width, constant_values=value)
 
 
-def obs(observation, stage: int, dims: Dims) -> Obs:
-  """A jaxlab.physics Observation of `stage`, padded."""
-  e, n = observation.objects.shape[:2]
-  hand = np.zeros((e, HAND_DIM), np.float32) if observation.hand is None else observation.hand
-  return Obs(objects=_pad(np.asarray(observation.objects, np.float32), 1, dims.objects),
-             mask=_pad(np.ones((e, n), bool), 1, dims.objects, False),
-             context=_pad(np.asarray(observation.context, np.float32), 1, dims.context),
-             hand=np.asarray(hand, np.float32), stage=np.full(e, stage, np.int32))
+def materials(context, k: int, xp=np):
+  """i32 [envs, k]: each object's index into jaxlab.physics.MATERIALS, read from the context (per
+  object: material one-hot, shape one-hot, size 3; then the goal 3: jaxlab.physics.api)."""
+  n, per_object = context.shape[0], (context.shape[1] - 3) // k
+  block = context[:, :k * per_object].reshape(n, k, per_object)
+  return block[..., :N_MATERIALS].argmax(-1).astype(xp.int32)
 
 
-def transition(tr, stage: int, dims: Dims, material: np.ndarray) -> Batch:
-  """A jaxlab.physics Transition of `stage`, padded; `material` is i32 [envs, objects]."""
-  o = obs(tr.obs, stage, dims)
-  return Batch(objects=o.objects, next=_pad(np.asarray(tr.next.objects, np.float32), 1, dims.objects),
+def obs(observation, stage: int, dims: Dims, xp=np) -> Obs:
+  """A jaxlab.physics Observation of `stage`, padded (NumPy, or jax.numpy inside a program)."""
+  objects = xp.asarray(observation.objects, xp.float32)
+  e, n = objects.shape[:2]
+  hand = xp.zeros((e, HAND_DIM), xp.float32) if observation.hand is None else xp.asarray(observation.hand, xp.float32)
+  # per-object context blocks padded to the widest stage, the goal (last 3) kept last
+  context = xp.asarray(observation.context, xp.float32)
+  blocks = _pad(context[:, :-3], 1, dims.context - 3, xp)
+  return Obs(objects=_pad(objects, 1, dims.objects, xp),
+             mask=_pad(xp.ones((e, n), bool), 1, dims.objects, xp, False),
+             context=xp.concatenate([blocks, context[:, -3:]], 1),
+             hand=hand, stage=xp.full(e, stage, xp.int32))
+
+
+def transition(tr, stage: int, dims: Dims, xp=np) -> Batch:
+  """A jaxlab.physics Transition of `stage`, padded."""
+  o = obs(tr.obs, stage, dims, xp)
+  k = tr.obs.objects.shape[1]
+  return Batch(objects=o.objects, next=_pad(xp.asarray(tr.next.objects, xp.float32), 1, dims.objects, xp),
                mask=o.mask, context=o.context, hand=o.hand,
-               action=_pad(np.asarray(tr.action, np.float32), 1, dims.action),
-               stage=o.stage, broken=_pad(np.asarray(tr.broken, bool), 1, dims.objects, False),
-               contact=_pad(np.asarray(tr.contact, bool), 1, dims.objects, False),
-               valid=np.asarray(tr.valid, bool),
-               material=_pad(np.asarray(material, np.int32), 1, dims.objects, -1))
+               action=_pad(xp.asarray(tr.action, xp.float32), 1, dims.action, xp),
+               stage=o.stage, broken=_pad(xp.asarray(tr.broken, bool), 1, dims.objects, xp, False),
+               contact=_pad(xp.asarray(tr.contact, bool), 1, dims.objects, xp, False),
+               valid=xp.asarray(tr.valid, bool),
+               material=_pad(materials(xp.asarray(tr.obs.context), k, xp), 1, dims.objects, xp, -1))
 
 
 def stack(items):

@@ -1,16 +1,20 @@
-"""The learner's jitted programs over a runs axis (regimes x seeds): act, learn, evaluate.
+"""One learner of the population, as pure per-run functions: init, act, learn, evaluate
+(developmental-physics.md, "Developmental Learning Through Simulation": a world model and a
+self-model trained online by play).
 
-A run's state is a pytree (`State`): world-model parameters and Adam state, a lagged copy of the
-parameters (an exponential moving average, for the learning-progress score), a replay ring buffer
-of padded transitions, and the curriculum. Every program is `jit(vmap(...))` over runs, so the
-regimes differ only in traced flags and one compilation serves them all. The physics (NumPy, the C
-backend) runs between the calls, on the host (play.py).
+A run's state is a pytree (`State`): world-model parameters and Adam state, a replay ring buffer of
+padded transitions, the curriculum, the learning-progress tables, and the units of state changes.
+Every function here is written for ONE run; both play loops drive exactly these functions:
+  play.py   (C backend)  the host loop: population programs vmap them over the runs axis
+                         (population.py), MuJoCo's C engine steps every run's envs between calls;
+  fused.py  (MJX)        one jitted program per chunk: act -> MJX physics -> learn in lax.scan over
+                         rounds, per run, the runs spread over the mesh by core.mesh.map_runs.
 
-Online training, per interaction round: the new batch of environments goes into the replay
-buffer, then `updates_per_round` Adam steps each see the new batch plus `replay_batch` rows drawn
-from the buffer (replay keeps earlier stages from being forgotten when the curriculum moves on).
-Surprise, the signal curiosity and the curriculum use, is measured on the new batch before the
-model trains on it.
+Online training, per interaction round: surprise (the signal curiosity, learning progress and the
+curriculum use) is measured on the new batch before training on it; the batch goes into the
+replay buffer; then `updates_per_round` Adam steps each see the new batch plus `replay_batch`
+rows drawn from the buffer (replay keeps earlier stages from being forgotten when the curriculum
+moves on).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from jaxlab.developmental import curiosity, curriculum, world_model
@@ -36,50 +41,69 @@ class LearnerConfig:
   replay_size: int = 4096       # transitions kept per run (a multiple of the env count)
   replay_batch: int = 128       # replay rows added to each update's batch
   updates_per_round: int = 2
-  lag: float = 0.99             # EMA decay of the lagged parameters
 
 
 class State(NamedTuple):
   params: nnx.State
   opt: tuple
-  lagged: nnx.State
   replay: Batch
-  replay_n: jnp.ndarray        # transitions ever inserted
+  replay_n: jax.Array          # transitions ever inserted
   curr: curriculum.Curriculum
-  scale: jnp.ndarray           # [stages, 13] the unit of state changes (world_model.delta_scale)
+  progress: curiosity.Progress
+  scale: jax.Array             # [stages, 13] the unit of state changes (world_model.delta_scale)
 
 
-class Programs:
-  """The compiled programs of one (dims, learner config); built once and cached."""
+class Clock(NamedTuple):
+  """Where a round sits in play (the same for every run of the population)."""
+  env_steps: jax.Array         # environment steps per run after this round
+  episode_end: jax.Array       # bool: the round ends an episode
+  episode: jax.Array           # index of the episode
+  n_episodes: jax.Array        # episodes in the whole run
 
-  def __init__(self, dims: Dims, cfg: LearnerConfig):
+
+def clock(rnd, rounds: int, envs: int, n_episodes: int) -> Clock:
+  """The clock of round `rnd` (counted from the start of play) in episodes of `rounds` rounds."""
+  return Clock(jnp.int32((rnd + 1) * envs), jnp.bool_(rnd % rounds == rounds - 1), jnp.int32(rnd // rounds),
+               jnp.int32(n_episodes))
+
+
+class Learner:
+  """The pure functions of one run for a (dims, config); `learner(dims, cfg)` caches one per pair,
+  so the programs built on them compile once."""
+
+  def __init__(self, dims: Dims, cfg: LearnerConfig, action_dims: tuple[int, ...]):
     self.dims, self.cfg = dims, cfg
     self.graphdef = world_model.graphdef_of(dims, cfg.model)
-    self.init = jax.jit(jax.vmap(self._init, in_axes=(0, None)))
-    self.act = jax.jit(jax.vmap(self._act, in_axes=(0, 0, None, 0, 0)))
-    self.learn = jax.jit(jax.vmap(self._learn, in_axes=(0, 0, 0, None, None, 0, None, None)))
-    self.evaluate = jax.jit(jax.vmap(self._evaluate, in_axes=(0, None)))
+    mask = np.zeros((dims.stages, dims.action), np.float32)
+    for s, a in enumerate(action_dims):
+      mask[s, :a] = 1.0
+    self.action_mask = mask          # [stages, A]: 1 on the action dimensions a stage has
 
   def model(self, params):
     return nnx.merge(self.graphdef, params)
 
-  def _init(self, key, scale) -> State:
+  def init(self, key, scale) -> State:
     params, opt = world_model.init(key, self.dims, self.cfg.model)
     replay = jax.tree.map(jnp.asarray, batch_lib.empty(self.cfg.replay_size, self.dims))
-    return State(params, opt, params, replay, jnp.int32(0), curriculum.init(self.dims.stages),
+    return State(params, opt, replay, jnp.int32(0), curriculum.init(self.dims.stages),
+                 curiosity.init_progress(self.dims.stages, self.dims.action, self.cfg.curiosity),
                  jnp.asarray(scale, jnp.float32))
 
-  def _act(self, state: State, obs: Obs, action_mask, curious, key):
-    """Actions [envs, A] and their scores for one run; `action_mask` is [stages, A]."""
-    return curiosity.choose(key, self.model(state.params), self.model(state.lagged), obs,
-                            action_mask[obs.stage], curious, self.cfg.curiosity, self.cfg.model)
+  def act(self, state: State, obs: Obs, key, flags: curiosity.Flags):
+    """Actions [envs, A] and their scores for one run's padded observations."""
+    mask = jnp.asarray(self.action_mask)[obs.stage]
+    return curiosity.choose(key, self.model(state.params), obs, mask, flags, state.progress, self.cfg.curiosity)
 
-  def _learn(self, state: State, batch: Batch, key, env_steps, episode_end, adaptive, episode, n_episodes):
-    """One round: measure surprise on `batch`, store it, train, advance the curriculum."""
+  def learn(self, state: State, batch: Batch, key, clock: Clock, flags: curiosity.Flags):
+    """One round: measure surprise on `batch`, update learning progress, store, train, and advance
+    the curriculum at the episode's end. Returns (state, metrics)."""
     cfg = self.cfg
     _, surprise = world_model.errors(self.model(state.params), batch, state.scale, cfg.model)
     valid = batch.valid.astype(jnp.float32)
     mean_surprise = jnp.sum(surprise * valid) / jnp.maximum(valid.sum(), 1.0)
+    progress = curiosity.update_progress(state.progress, batch.stage[0],
+                                         curiosity.bin_of(batch.action, cfg.curiosity.bins), surprise,
+                                         batch.valid, cfg.curiosity)
 
     n_env = batch.valid.shape[0]
     at = state.replay_n % cfg.replay_size
@@ -95,20 +119,32 @@ class Programs:
 
     (params, opt), (world, self_err) = jax.lax.scan(
         step, (state.params, state.opt), jax.random.split(key, cfg.updates_per_round))
-    lagged = jax.tree.map(lambda l, p: cfg.lag * l + (1 - cfg.lag) * p, state.lagged, params)
 
     curr = curriculum.observe(state.curr, mean_surprise)
-    ended = curriculum.end_episode(curr, env_steps, adaptive, episode, n_episodes, cfg.curriculum)
-    curr = jax.tree.map(lambda a, b: jnp.where(episode_end, a, b), ended, curr)
+    ended = curriculum.end_episode(curr, clock.env_steps, flags.adaptive, clock.episode, clock.n_episodes,
+                                   cfg.curriculum)
+    curr = jax.tree.map(lambda a, b: jnp.where(clock.episode_end, a, b), ended, curr)
     metrics = {"surprise": mean_surprise, "loss_world": world[-1], "loss_self": self_err[-1],
                "valid": valid.mean()}
-    return State(params, opt, lagged, replay, state.replay_n + n_env, curr, state.scale), metrics
+    return State(params, opt, replay, state.replay_n + n_env, curr, progress, state.scale), metrics
 
-  def _evaluate(self, state: State, batch: Batch):
-    """(per-object error [H, N], surprise per transition [H]) on held-out or probe transitions."""
+  def evaluate(self, state: State, batch: Batch):
+    """(per-object error [rows, N], surprise per transition [rows]) on held-out or probe transitions."""
     return world_model.errors(self.model(state.params), batch, state.scale, self.cfg.model)
+
+  def heldout(self, state: State, heldout: Batch):
+    """(error per stage [S], error per stage and material [S, M]; NaN where absent) on the
+    held-out transitions."""
+    per_object, surprise = self.evaluate(state, heldout)
+    d = self.dims
+    rows = (heldout.stage[:, None] == jnp.arange(d.stages)) & heldout.valid[:, None]          # [H, S]
+    by_stage = jnp.sum(surprise[:, None] * rows, 0) / jnp.sum(rows, 0)
+    objs = (rows[:, None, :, None] & heldout.mask[:, :, None, None]
+            & (heldout.material[:, :, None, None] == jnp.arange(d.materials)))             # [H, N, S, M]
+    by_material = jnp.sum(per_object[:, :, None, None] * objs, (0, 1)) / jnp.sum(objs, (0, 1))
+    return by_stage, by_material
 
 
 @functools.lru_cache(maxsize=None)
-def programs(dims: Dims, cfg: LearnerConfig) -> Programs:
-  return Programs(dims, cfg)
+def learner(dims: Dims, cfg: LearnerConfig, action_dims: tuple[int, ...]) -> Learner:
+  return Learner(dims, cfg, action_dims)

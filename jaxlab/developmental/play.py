@@ -1,159 +1,152 @@
-"""Play: the host loop that alternates the learner's jitted programs with MuJoCo physics
-(developmental-physics.md, "Technical Implementation: A Developmental Curriculum").
+"""Play on the C backend: the host loop that alternates the population's learner programs with
+MuJoCo's C engine (developmental-physics.md, "Technical Implementation: A Developmental
+Curriculum"). MuJoCo's C engine runs on the host CPU only, so its physics cannot live inside a
+jitted program; everything else is the same learner step the fused MJX program runs (learner.py).
 
-Every run (a regime and a seed) has its own environments: one jaxlab.physics Sim per (run, stage)
-it has played, made on first use. All runs move in lockstep, one interaction round at a time:
-  act (jitted, all runs)  ->  sim.act per run (NumPy physics)  ->  learn (jitted, all runs).
-Play is cut into episodes of `episode_rounds` rounds; each episode resets its run's Sim of the
-stage the curriculum chose, with a scene seed derived from (root seed, seed index, stage, how
-many episodes of that stage the run has played). So runs of one seed index see the same scenes
-whenever they play the same stage episode, and a resumed run rebuilds its scenes exactly.
-
-Episodes are grouped into chunks; after each chunk the learner state and the logs so far are
-saved with Orbax (jaxlab.core.checkpoint), and a restarted run goes on from the next chunk. Keys
-are fold_in(root, run, round, use), so the result does not depend on where a run was resumed.
-Restore order: the fingerprint, then `done` (episodes finished), then state and logs.
+All runs move in lockstep, one interaction round at a time, in three calls per round:
+  act    (one program for the whole population, sharded by run: population.py)
+  physics (per stage, ONE mujoco.rollout call over the envs of every run playing that stage)
+  learn  (one program for the whole population)
+An episode is `episode_rounds` rounds in scenes reset from keys.scene_key(stream TRAIN, seed
+index, stage, how many episodes of that stage the run has played), so runs of one seed index see
+the same scenes whenever they play the same stage episode, and a resumed run rebuilds its scenes.
 """
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxlab import physics
-from jaxlab.core import checkpoint
 from jaxlab.developmental import batch as batch_lib
-from jaxlab.developmental import evaluation
-
-TRAIN, HELDOUT, PROBE = 0, 1, 2   # scene-seed streams: training never sees a held-out scene
-ACT, LEARN, INIT = 0, 1, 2        # key uses per round (INIT: the initial weights)
-
-
-def scene_seed(root: int, stream: int, *parts: int) -> int:
-  return int(np.random.SeedSequence([root, stream, *parts]).generate_state(1)[0])
+from jaxlab.developmental import keys as keys_lib
+from jaxlab.developmental.learner import clock
 
 
 class Worlds:
-  """The Sims of every (run, stage), made on first use."""
+  """One C simulator per stage holding `envs` envs for each of `n_runs` runs (run r's envs are
+  rows r*envs .. (r+1)*envs - 1), made on first use."""
 
-  def __init__(self, physics_config, n_envs: int, backend: str, root: int):
-    self.physics_config, self.n_envs, self.backend, self.root = physics_config, n_envs, backend, root
+  def __init__(self, physics_config, n_runs: int, envs: int):
+    self.physics_config, self.n_runs, self.envs = physics_config, n_runs, envs
     self.sims = {}
 
-  def sim(self, run: int, stage: int):
-    if (run, stage) not in self.sims:
-      self.sims[run, stage] = physics.make_sim(stage, self.n_envs, backend=self.backend,
-                                               seed=scene_seed(self.root, TRAIN, run, stage),
-                                               config=self.physics_config)
-    return self.sims[run, stage]
+  def sim(self, stage: int):
+    if stage not in self.sims:
+      self.sims[stage] = physics.make_sim(stage, self.n_runs * self.envs, backend="c", config=self.physics_config)
+    return self.sims[stage]
+
+  def rows(self, runs) -> np.ndarray:
+    return (np.asarray(runs)[:, None] * self.envs + np.arange(self.envs)).reshape(-1)
+
+  def reset(self, stage: int, runs, scene_keys) -> None:
+    """Run runs[j]'s envs get the scenes of scene_keys[j] (env i: fold_in(key, i))."""
+    self.sim(stage).reset_keys(jnp.repeat(scene_keys, self.envs, axis=0), np.tile(np.arange(self.envs), len(runs)),
+                               self.rows(runs))
+
+  def close(self):
+    for sim in self.sims.values():
+      sim.close()
 
 
-def fingerprint(config) -> str:
-  """What fixes the results: the config less stop_after (a time limit, not a setting)."""
-  return checkpoint.fingerprint({k: v for k, v in config.to_dict().items() if k != "stop_after"})
-
-
-def action_masks(specs, dims: batch_lib.Dims) -> np.ndarray:
-  """[stages, A]: 1 on the action dimensions a stage has."""
-  mask = np.zeros((dims.stages, dims.action), np.float32)
-  for s, spec in enumerate(specs):
-    mask[s, :spec.action_dim] = 1.0
-  return mask
-
-
-@jax.jit
-def _keys(root, seed_index, rnd, use):
-  fold = jax.random.fold_in
-  return jax.vmap(lambda i: fold(fold(fold(root, i), rnd), use))(seed_index)
+def _scatter(full, part, runs, envs: int):
+  """Writes the padded rows `part` ([len(runs) * envs, ...] per field) into `full` ([R, envs, ...])."""
+  for f, p in zip(full, part):
+    f[runs] = np.asarray(p).reshape((len(runs), envs) + p.shape[1:])
 
 
 class Play:
-  """The lockstep loop of all runs; per run a policy flag (curious), a schedule flag (adaptive)
-  and a seed index. `scale` [stages, 13] is the unit of state changes (world_model.delta_scale)."""
+  """The lockstep C-backend loop over a Population (population.py). `flags` are the runs' traced
+  regime flags (already sharded: population.rows), `seed_index` [R] each run's seed index."""
 
-  def __init__(self, config, progs, specs, curious, adaptive, seed_index, scale):
-    self.config, self.progs, self.specs, self.scale = config, progs, specs, scale
-    self.curious, self.adaptive = np.asarray(curious), np.asarray(adaptive)
-    self.seed_index = np.asarray(seed_index)
-    self.n_runs = len(self.curious)
+  def __init__(self, config, population, flags, seed_index, worlds: Worlds):
+    self.config, self.pop, self.flags, self.worlds = config, population, flags, worlds
+    self.seed_index = np.asarray(seed_index, np.int32)
+    self.root = keys_lib.root(config.seed)
+    self.dims = population.learner.dims
     p = config.play
-    self.rounds, self.episodes = p.episode_rounds, p.episodes
-    self.n_envs = p.envs
-    self.masks = action_masks(specs, progs.dims)
-    self.root = jax.random.key(config.seed)
+    self.rounds, self.envs, self.n_episodes = p.episode_rounds, p.envs, p.episodes
 
-  def keys(self, rnd: int, use: int):
-    """Per run: fold_in(root, seed index, round, use). Runs of one seed index share their draws
-    (the curious policy ranks the same candidates the random one takes the first of)."""
-    return _keys(self.root, self.seed_index, rnd, use)
+  def _by_stage(self, stages):
+    for s in np.unique(stages):
+      yield int(s), np.flatnonzero(stages == s)
 
-  def empty_logs(self) -> dict:
-    r, n_rounds, n_evals = self.n_runs, self.episodes * self.rounds, self.episodes // self.config.play.eval_every
-    s, m = self.progs.dims.stages, self.progs.dims.materials
-    return {"surprise": np.zeros((r, n_rounds), np.float32), "loss_world": np.zeros((r, n_rounds), np.float32),
-            "loss_self": np.zeros((r, n_rounds), np.float32), "valid": np.zeros((r, n_rounds), np.float32),
-            "score": np.zeros((r, n_rounds), np.float32), "stage": np.zeros((r, self.episodes), np.int32),
-            "eval_stage": np.zeros((r, n_evals, s), np.float32),
-            "eval_material": np.zeros((r, n_evals, s, m), np.float32)}
+  def observe(self, stages) -> batch_lib.Obs:
+    n, e, d = len(stages), self.envs, self.dims
+    out = batch_lib.Obs(np.zeros((n, e, d.objects, batch_lib.OBJ_DIM), np.float32), np.zeros((n, e, d.objects), bool),
+                        np.zeros((n, e, d.context), np.float32), np.zeros((n, e, batch_lib.HAND_DIM), np.float32),
+                        np.zeros((n, e), np.int32))
+    for s, runs in self._by_stage(stages):
+      sim = self.worlds.sim(s)
+      _scatter(out, batch_lib.obs(sim.observe(self.worlds.rows(runs)), s, d), runs, e)
+    return out
 
-  def episode(self, state, worlds: Worlds, ep: int, logs: dict):
-    """Plays episode `ep` of every run; returns the new learner state (logs filled in place)."""
-    stages = np.asarray(state.curr.stage)
-    seen = np.asarray(state.curr.seen)
-    sims = [worlds.sim(r, int(stages[r])) for r in range(self.n_runs)]
-    obs = [sim.reset(scene_seed(self.config.seed, TRAIN, int(self.seed_index[r]), int(stages[r]),
-                                int(seen[r, stages[r]])))
-           for r, sim in enumerate(sims)]
-    logs["stage"][:, ep] = stages
-    dims = self.progs.dims
+  def step(self, stages, actions) -> batch_lib.Batch:
+    """One interaction of every run's envs: per stage one rollout over all its runs."""
+    n, e = len(stages), self.envs
+    out = batch_lib.empty((n, e), self.dims)
+    for s, runs in self._by_stage(stages):
+      sim = self.worlds.sim(s)
+      tr = sim.act(actions[runs, :, :sim.spec.action_dim].reshape(len(runs) * e, -1), self.worlds.rows(runs))
+      _scatter(out, batch_lib.transition(tr, s, self.dims), runs, e)
+    return out
+
+  def episode(self, state, ep: int):
+    """Plays episode `ep` of every run; returns (state, per-round metrics [R, rounds] by name, stages [R])."""
+    curr = self.pop.host(state.curr)
+    stages = np.asarray(curr.stage)
+    seen = np.asarray(curr.seen)[np.arange(len(stages)), stages]
+    scene = keys_lib.scene_keys(self.root, keys_lib.TRAIN, self.seed_index, stages, seen)
+    for s, runs in self._by_stage(stages):
+      self.worlds.reset(s, runs, scene[runs])
+    logs = []
     for t in range(self.rounds):
       rnd = ep * self.rounds + t
-      padded = batch_lib.stack([batch_lib.obs(o, int(s), dims) for o, s in zip(obs, stages)])
-      actions, score = jax.device_get(self.progs.act(state, padded, self.masks, self.curious, self.keys(rnd, ACT)))
-      trans = [sim.act(actions[r, :, :sim.spec.action_dim]) for r, sim in enumerate(sims)]
-      padded = batch_lib.stack([batch_lib.transition(tr, int(s), dims, evaluation.materials(tr.obs, int(s)))
-                                for tr, s in zip(trans, stages)])
-      state, metrics = self.progs.learn(state, padded, self.keys(rnd, LEARN), (rnd + 1) * self.n_envs,
-                                        t == self.rounds - 1, self.adaptive, ep, self.episodes)
-      for name, value in jax.device_get(metrics).items():
-        logs[name][:, rnd] = value
-      logs["score"][:, rnd] = score.mean(-1)
-      obs = [sim.obs for sim in sims]   # = tr.next, except for invalid envs the physics reset
-    return state
+      obs = self.observe(stages)
+      actions, score = self.pop.act(state, obs, keys_lib.round_keys(self.root, self.seed_index, rnd, keys_lib.ACT),
+                                    self.flags)
+      batch = self.step(stages, actions)
+      state, metrics = self.pop.learn(state, batch, keys_lib.round_keys(self.root, self.seed_index, rnd, keys_lib.LEARN),
+                                      clock(rnd, self.rounds, self.envs, self.n_episodes), self.flags)
+      logs.append({**metrics, "score": score.mean(-1)})
+    return state, {k: np.stack([m[k] for m in logs], 1) for k in logs[0]}, stages
 
-  def run(self, workdir, worlds: Worlds, heldout: batch_lib.Batch):
-    """Plays every episode, resuming from workdir's checkpoint, or `stop_after` chunks of them;
-    returns (state, logs, episodes done)."""
-    p = self.config.play
-    n_chunks = -(-self.episodes // p.episodes_per_chunk)
-    key = fingerprint(self.config)
-    chunks = checkpoint.Chunks(Path(workdir), "checkpoints", key, n_chunks,
-                                f"{self.config.experiment}:{self.config.variant}")
-    # Runs of one seed index start from the same weights (paired comparisons across regimes).
-    state = self.progs.init(_keys(self.root, self.seed_index, 0, INIT), self.scale)
-    leaves, treedef = jax.tree.flatten(state)
-    logs, done = self.empty_logs(), 0
-    saved = chunks.restore()
-    if saved is not None:
-      done = int(saved["done"])
-      state = treedef.unflatten([np.asarray(saved["state"][str(i)]).astype(x.dtype) for i, x in enumerate(leaves)])
-      logs = {k: np.array(saved["logs"][k]) for k in logs}
-    start = done // p.episodes_per_chunk
-    with chunks(start):
-      for c in range(start, n_chunks):
-        t0 = time.perf_counter()
-        for ep in range(c * p.episodes_per_chunk, min((c + 1) * p.episodes_per_chunk, self.episodes)):
-          state = self.episode(state, worlds, ep, logs)
-          if (ep + 1) % p.eval_every == 0:
-            i = (ep + 1) // p.eval_every - 1
-            logs["eval_stage"][:, i], logs["eval_material"][:, i] = evaluation.heldout_errors(
-                self.progs, state, heldout)
-          done = ep + 1
-        flat = {str(i): np.asarray(x) for i, x in enumerate(jax.tree.leaves(jax.device_get(state)))}
-        chunks.save(c, t0, {"done": np.int64(done), "state": flat, "logs": logs}, episodes=done)
-        if self.config.stop_after and c + 1 - start >= self.config.stop_after:
-          break
-    return state, logs, done
+
+class Driver:
+  """The C backend behind the experiment's chunk loop (experiment.py): the population's state
+  lives on the devices, sharded by run; `play` plays a chunk of episodes with evaluations."""
+
+  def __init__(self, config, population, flags, seed_index, physics_config, heldout):
+    self.config, self.pop = config, population
+    self.worlds = Worlds(physics_config, population.n, config.play.envs)
+    self.game = Play(config, population, population.rows(flags), seed_index, self.worlds)
+    self.heldout = jax.tree.map(jnp.asarray, heldout)
+
+  def init(self, keys, scale):
+    return self.pop.init(keys, scale)
+
+  def host(self, state):
+    return self.pop.host(state)
+
+  def device(self, host_state):
+    return self.pop.rows(host_state)
+
+  def play(self, state, first: int, count: int):
+    """Episodes first .. first+count-1 of every run: (state, logs as in fused.Fused.run, runs first)."""
+    every = self.config.play.eval_every
+    logs = {"stage": [], "eval_stage": [], "eval_material": []}
+    for ep in range(first, first + count):
+      state, metrics, stages = self.game.episode(state, ep)
+      for k, v in metrics.items():
+        logs.setdefault(k, []).append(v)
+      logs["stage"].append(stages)
+      if (ep + 1) % every == 0:
+        by_stage, by_material = self.pop.heldout(state, self.heldout)
+        logs["eval_stage"].append(by_stage)
+        logs["eval_material"].append(by_material)
+    return state, {k: np.concatenate(v, 1) if v[0].ndim > 1 and k not in ("eval_stage", "eval_material")
+                   else np.stack(v, 1) for k, v in logs.items()}
+
+  def close(self):
+    self.worlds.close()

@@ -8,17 +8,11 @@ import numpy as np
 
 from jaxlab import physics
 from jaxlab.core import report
-from jaxlab.developmental import play
+from jaxlab.developmental import analysis
+from jaxlab.developmental import keys as keys_lib
 from jaxlab.physics import render
 
 COLORS = plt.get_cmap("tab10").colors
-
-
-def eval_steps(config) -> np.ndarray:
-  """Environment steps per run at each held-out evaluation."""
-  p = config.play
-  n = p.episodes // p.eval_every
-  return (np.arange(1, n + 1) * p.eval_every * p.episode_rounds * p.envs).astype(np.int64)
 
 
 def _regime_rows(config, table):
@@ -27,7 +21,7 @@ def _regime_rows(config, table):
 
 
 def learning_curves(config, table, res, workdir):
-  x = eval_steps(config)
+  x = analysis.eval_steps(config)
   fig, axes = plt.subplots(1, len(physics.STAGES), figsize=(4 * len(physics.STAGES), 3.4), sharex=True)
   for s, (ax, stage) in enumerate(zip(axes, physics.STAGES)):
     for g, name, rows in _regime_rows(config, table):
@@ -126,13 +120,14 @@ def render_episodes(config, workdir) -> list[str]:
   exists, a message instead (trajectories.png shows the same kind of episodes as state plots)."""
   pcfg = physics.PhysicsConfig.from_section(config.physics)
   rng = np.random.default_rng(config.seed)
+  root = keys_lib.root(config.seed)
   gifs = []
   for s, stage in enumerate(physics.STAGES):
-    sim = physics.make_sim(s, max(config.render.episodes, 1), backend="c", config=pcfg,
-                           seed=play.scene_seed(config.seed, play.HELDOUT, s))
+    key = keys_lib.scene_key(root, keys_lib.HELDOUT, 0, s, 0)
+    sim = physics.make_sim(s, max(config.render.episodes, 1), backend="c", config=pcfg, seed=key)
     actions = rng.uniform(-1, 1, (config.render.rounds, max(config.render.episodes, 1), 3)).astype(np.float32)
     for e in range(config.render.episodes):
-      sim.reset(play.scene_seed(config.seed, play.HELDOUT, s))
+      sim.reset(key)
       try:
         frames = render.episode(sim, e, actions)
       except render.RenderUnavailable as err:

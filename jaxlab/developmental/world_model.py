@@ -1,14 +1,21 @@
 """The world model and the self-model (developmental-physics.md, "Developmental Learning Through
 Simulation": 1. World Model, 2. Self-Model).
 
-World model: from the objects' state, the scene's visible context, the action and the stage, an
-MLP predicts each object's state change over one interaction (position, orientation, linear and
-angular velocity, each scaled by a fixed unit) and two event logits per object: "it breaks" and
+World model: from the objects' state, the scene's visible context, the hand, the action and the
+stage, it predicts each object's state change over one interaction (position, orientation, linear
+and angular velocity, each scaled by a fixed unit) and two event logits per object: "it breaks" and
 "it touches something". Surprise is its prediction error on what really happened: the mean over
-an env's objects of the squared scaled state error plus the event cross-entropies.
+an env's objects of the squared scaled state error plus the event cross-entropies. Two kinds:
+  relational  an interaction network (Battaglia et al. 2016, "Interaction Networks for Learning
+              about Objects, Relations and Physics"): one MLP per ordered pair of objects on their
+              relative position and velocity, orientations, spins and the other's context, summed
+              into a message per object; one MLP per object on its own state, context, the hand
+              and the goal relative to it, the action, the stage and its message. The same weights
+              serve every object and pair, so what is learnt about a block on a block holds for any.
+  mlp         one MLP on everything flattened (the first design).
 
-Self-model: a second, smaller MLP on the same input predicts the log surprise the world model will
-have, before the action is taken. Curiosity ranks candidate actions with it (curiosity.py).
+Self-model: a small MLP on the flat input predicts the log surprise the world model will have,
+before the action is taken. Curiosity ranks candidate actions with it (curiosity.py).
 
 Both train online with one optax optimizer (Adam, global-norm clipping) on each batch of
 environments plus a replay sample; the self-model's target is the world model's surprise with the
@@ -30,10 +37,15 @@ from jaxlab.developmental.batch import HAND_DIM, OBJ_DIM, Batch, Dims, Obs
 LOG_EPS = 1e-4   # floor inside log(surprise): the self-model's target stays finite at zero error
 
 
+KINDS = ("relational", "mlp")
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-  hidden: int = 256
-  depth: int = 3
+  kind: str = "relational"
+  hidden: int = 128                # per-object MLP (relational) or the one MLP (mlp): width and depth
+  depth: int = 2
+  edge_hidden: int = 64            # per-pair MLP of the relational model (two layers)
   surprise_hidden: int = 128
   # Units of (position m, orientation quaternion, linear velocity m/s, angular velocity rad/s):
   # inputs are divided by input_scale; state changes by the stage's calibrated scale (RMS change
@@ -66,6 +78,27 @@ def delta_scale(batch: Batch, n_stages: int, cfg: ModelConfig) -> np.ndarray:
   return out[:, GROUPS]
 
 
+CONTEXT = 10     # per object: material one-hot (4), shape one-hot (3), size (3); then the goal (3)
+
+
+def _parts(obs: Obs, dims: Dims, cfg: ModelConfig):
+  """(objects scaled [..., N, 13], mask [..., N], per-object context [..., N, 10], goal [..., 3],
+  hand scaled [..., 6], stage one-hot [..., S])."""
+  mask = obs.mask.astype(jnp.float32)
+  scale = _per_dim(cfg.input_scale)
+  objects = obs.objects / scale * mask[..., None]
+  lead = mask.shape[:-1]
+  context = obs.context[..., :dims.objects * CONTEXT].reshape(*lead, dims.objects, CONTEXT)
+  hand = obs.hand / jnp.concatenate([scale[:3], scale[7:10]])
+  return objects, mask, context, obs.context[..., -3:], hand, jax.nn.one_hot(obs.stage, dims.stages)
+
+
+def features(obs: Obs, action, dims: Dims, cfg: ModelConfig):
+  """Flat model input of padded observations and actions (any leading axes)."""
+  objects, mask, _, _, hand, stage = _parts(obs, dims, cfg)
+  return jnp.concatenate([objects.reshape(*mask.shape[:-1], -1), mask, obs.context, hand, action, stage], axis=-1)
+
+
 class MLP(nnx.Module):
   def __init__(self, d_in: int, hidden: int, depth: int, d_out: int, rngs: nnx.Rngs):
     sizes = [d_in] + [hidden] * depth
@@ -78,33 +111,55 @@ class MLP(nnx.Module):
     return self.out(x)
 
 
-class WorldModel(nnx.Module):
-  """dynamics: features -> per object (13 scaled deltas, break logit, contact logit);
-  surprise: features -> predicted log surprise."""
+class Relational(nnx.Module):
+  """Per-object outputs [..., N, 15] from per-pair messages and per-object updates."""
+  EDGE_IN = 3 + 3 + 4 + 4 + 3 + 3 + CONTEXT + CONTEXT
 
   def __init__(self, dims: Dims, cfg: ModelConfig, rngs: nnx.Rngs):
-    self.dims = dims
-    d_in = dims.objects * (OBJ_DIM + 1) + dims.context + HAND_DIM + dims.action + dims.stages
-    self.dynamics = MLP(d_in, cfg.hidden, cfg.depth, dims.objects * (OBJ_DIM + 2), rngs)
-    self.surprise = MLP(d_in, cfg.surprise_hidden, 2, 1, rngs)
+    self.dims, self.cfg = dims, cfg
+    node_in = OBJ_DIM + CONTEXT + 3 + 3 + 3 + dims.action + dims.stages
+    self.edge = MLP(self.EDGE_IN, cfg.edge_hidden, 1, cfg.edge_hidden, rngs)
+    self.node = MLP(node_in + cfg.edge_hidden, cfg.hidden, cfg.depth, OBJ_DIM + 2, rngs)
 
-  def predict(self, x):
-    out = self.dynamics(x).reshape(*x.shape[:-1], self.dims.objects, OBJ_DIM + 2)
+  def __call__(self, obs: Obs, action):
+    objects, mask, context, goal, hand, stage = _parts(obs, self.dims, self.cfg)
+    n = self.dims.objects
+    pos, quat, vel, spin = objects[..., :3], objects[..., 3:7], objects[..., 7:10], objects[..., 10:]
+    pair = lambda x: (jnp.broadcast_to(x[..., :, None, :], x.shape[:-1] + (n, x.shape[-1])),   # i
+                      jnp.broadcast_to(x[..., None, :, :], x.shape[:-1] + (n, x.shape[-1])))   # j
+    (pi, pj), (vi, vj), (qi, qj), (si, sj), (ci, cj) = map(pair, (pos, vel, quat, spin, context))
+    edges = jnp.concatenate([pj - pi, vj - vi, qi, qj, si, sj, ci, cj], -1)             # [..., N, N, E]
+    real = mask[..., None, :] * (1.0 - jnp.eye(n))                                       # j real, j != i
+    message = jnp.sum(self.edge(edges) * real[..., None], axis=-2)
+    glob = lambda x: jnp.broadcast_to(x[..., None, :], x.shape[:-1] + (n, x.shape[-1]))
+    nodes = jnp.concatenate([objects, context, glob(hand[..., :3]) - pos, glob(hand[..., 3:]), glob(goal) - pos,
+                             glob(action), glob(stage), message], -1)
+    return self.node(nodes)
+
+
+class WorldModel(nnx.Module):
+  """dynamics: per object (13 scaled deltas, break logit, contact logit); surprise: the self-model."""
+
+  def __init__(self, dims: Dims, cfg: ModelConfig, rngs: nnx.Rngs):
+    self.dims, self.kind = dims, cfg.kind
+    d_in = dims.objects * (OBJ_DIM + 1) + dims.context + HAND_DIM + dims.action + dims.stages
+    if cfg.kind == "relational":
+      self.dynamics = Relational(dims, cfg, rngs)
+    else:
+      self.dynamics = MLP(d_in, cfg.hidden, cfg.depth, dims.objects * (OBJ_DIM + 2), rngs)
+    self.surprise = MLP(d_in, cfg.surprise_hidden, 2, 1, rngs)
+    self.cfg = cfg
+
+  def predict(self, obs: Obs, action):
+    if self.kind == "relational":
+      out = self.dynamics(obs, action)
+    else:
+      x = features(obs, action, self.dims, self.cfg)
+      out = self.dynamics(x).reshape(*x.shape[:-1], self.dims.objects, OBJ_DIM + 2)
     return out[..., :OBJ_DIM], out[..., OBJ_DIM], out[..., OBJ_DIM + 1]
 
-  def expected_log_surprise(self, x):
-    return self.surprise(x)[..., 0]
-
-
-def features(obs: Obs, action, dims: Dims, cfg: ModelConfig):
-  """Flat model input of padded observations and actions (any leading axes)."""
-  mask = obs.mask.astype(jnp.float32)
-  scale = _per_dim(cfg.input_scale)
-  objects = obs.objects / scale * mask[..., None]
-  lead = mask.shape[:-1]
-  hand = obs.hand / jnp.concatenate([scale[:3], scale[7:10]])
-  return jnp.concatenate([objects.reshape(*lead, -1), mask, obs.context, hand, action,
-                          jax.nn.one_hot(obs.stage, dims.stages)], axis=-1)
+  def expected_log_surprise(self, obs: Obs, action):
+    return self.surprise(features(obs, action, self.dims, self.cfg))[..., 0]
 
 
 def obs_of(batch: Batch) -> Obs:
@@ -114,8 +169,7 @@ def obs_of(batch: Batch) -> Obs:
 def errors(model: WorldModel, batch: Batch, scale, cfg: ModelConfig):
   """(per-object error [..., N], surprise per env [...]) of the model on real transitions;
   `scale` [stages, 13] is the unit of each stage's state changes."""
-  x = features(obs_of(batch), batch.action, model.dims, cfg)
-  delta, break_logit, contact_logit = model.predict(x)
+  delta, break_logit, contact_logit = model.predict(obs_of(batch), batch.action)
   target = (batch.next - batch.objects) / scale[batch.stage][..., None, :]
   state_err = jnp.mean((delta - target) ** 2, axis=-1)
   event_err = (optax.sigmoid_binary_cross_entropy(break_logit, batch.broken.astype(jnp.float32))
@@ -128,9 +182,8 @@ def errors(model: WorldModel, batch: Batch, scale, cfg: ModelConfig):
 def loss(model: WorldModel, batch: Batch, scale, cfg: ModelConfig):
   """Mean surprise over valid envs, plus the self-model's squared error in log surprise."""
   _, surprise = errors(model, batch, scale, cfg)
-  x = features(obs_of(batch), batch.action, model.dims, cfg)
   target = jnp.log(jax.lax.stop_gradient(surprise) + LOG_EPS)
-  self_err = (model.expected_log_surprise(x) - target) ** 2
+  self_err = (model.expected_log_surprise(obs_of(batch), batch.action) - target) ** 2
   w = batch.valid.astype(jnp.float32)
   n = jnp.maximum(w.sum(), 1.0)
   world = jnp.sum(surprise * w) / n
