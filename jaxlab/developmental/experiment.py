@@ -176,7 +176,7 @@ def play(config, workdir: Path, driver, keys, scale, dims, n_runs: int):
       done = first + p.episodes_per_chunk
       ckpt.save(c, {"learner": driver.host(state), "logs": logs}, done=done)
       seconds = time.perf_counter() - t0
-      metrics.write(done, seconds=seconds, interactions_per_s=per_chunk / seconds,
+      metrics.write(done, seconds=seconds, interactions_per_s=per_chunk / seconds, split=driver.seconds(),
                     surprise=float(np.mean(chunk["surprise"])), loss_world=float(np.mean(chunk["loss_world"])),
                     heldout_error=float(np.nanmean(chunk["eval_stage"][:, -1])))
       bar.update(1)

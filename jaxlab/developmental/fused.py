@@ -160,5 +160,8 @@ class Driver:
     out = self.fused.play(rows_of(state, self.flags, self.seed_index, first))
     return out["state"], out["logs"]
 
+  def seconds(self) -> dict:
+    return {}                 # one program: no split between learner and physics
+
   def close(self):
     pass

@@ -14,6 +14,8 @@ the same scenes whenever they play the same stage episode, and a resumed run reb
 
 from __future__ import annotations
 
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -67,6 +69,7 @@ class Play:
     self.dims = population.learner.dims
     p = config.play
     self.rounds, self.envs, self.n_episodes = p.episode_rounds, p.envs, p.episodes
+    self.seconds = {"learner": 0.0, "physics": 0.0}     # wall time of the learner calls and the C physics
 
   def _by_stage(self, stages):
     for s in np.unique(stages):
@@ -103,13 +106,18 @@ class Play:
     logs = []
     for t in range(self.rounds):
       rnd = ep * self.rounds + t
+      t0 = time.perf_counter()
       obs = self.observe(stages)
       actions, score = self.pop.act(state, obs, keys_lib.round_keys(self.root, self.seed_index, rnd, keys_lib.ACT),
                                     self.flags)
+      t1 = time.perf_counter()
       batch = self.step(stages, actions)
+      t2 = time.perf_counter()
       state, metrics = self.pop.learn(state, batch, keys_lib.round_keys(self.root, self.seed_index, rnd, keys_lib.LEARN),
                                       clock(rnd, self.rounds, self.envs, self.n_episodes), self.flags)
       logs.append({**metrics, "score": score.mean(-1)})
+      self.seconds["learner"] += (t1 - t0) + (time.perf_counter() - t2)
+      self.seconds["physics"] += t2 - t1
     return state, {k: np.stack([m[k] for m in logs], 1) for k in logs[0]}, stages
 
 
@@ -147,6 +155,12 @@ class Driver:
         logs["eval_material"].append(by_material)
     return state, {k: np.concatenate(v, 1) if v[0].ndim > 1 and k not in ("eval_stage", "eval_material")
                    else np.stack(v, 1) for k, v in logs.items()}
+
+  def seconds(self) -> dict:
+    """Wall seconds spent in the learner programs and in the physics since the last call."""
+    out = {k: round(v, 2) for k, v in self.game.seconds.items()}
+    self.game.seconds = dict.fromkeys(out, 0.0)
+    return out
 
   def close(self):
     self.worlds.close()
