@@ -25,7 +25,6 @@ from jaxlab.core import report as report_lib
 from jaxlab.core import stats
 
 CURIOUS = ("curiosity", "progress")     # the curious regimes: expected surprise, learning progress
-NOT_REACHED = -1
 
 
 def _rows(table, config, regime: str):
@@ -49,18 +48,39 @@ def env_steps(config) -> int:
 
 def per_run(config, table, res) -> dict:
   """Per run: curve mean and final held-out error per stage [runs, S] and over stages, and the
-  environment steps at which the error first reached random play's final error (NOT_REACHED if
-  never); `threshold` is that error (the mean over random play's seeds)."""
+  held-out error over stages at every evaluation [runs, evals]."""
   curve_all = np.nanmean(res["eval_stage"], axis=2)              # [runs, evals]
-  m = {"curve": np.nanmean(res["eval_stage"], axis=1), "final": res["eval_stage"][:, -1],
-       "curve_all": curve_all.mean(-1), "final_all": curve_all[:, -1]}
-  rand = _rows(table, config, "random")
-  m["threshold"] = float(m["final_all"][rand].mean()) if rand is not None else None
-  if m["threshold"] is not None:
-    below = curve_all <= m["threshold"]
-    first = np.where(below.any(1), below.argmax(1), -1)
-    m["steps_to_random"] = np.where(first >= 0, eval_steps(config)[np.maximum(first, 0)], NOT_REACHED)
-  return m
+  return {"curve": np.nanmean(res["eval_stage"], axis=1), "final": res["eval_stage"][:, -1],
+          "curve_all": curve_all.mean(-1), "final_all": curve_all[:, -1], "evals_all": curve_all}
+
+
+def steps_to_random(config, table, m, regime: str) -> dict | None:
+  """Environment steps the regime needs to reach random play's final held-out error: the first
+  evaluation at which its learning curve (mean over seeds) is at or under random play's final error
+  (mean over seeds), with a 95% bootstrap interval over seeds (resampled paired: the same seeds for
+  both regimes). A resample whose curve never gets there counts as never (None); "reached" is the
+  share of resamples that got there."""
+  rand, rows = _rows(table, config, "random"), _rows(table, config, regime)
+  if rand is None:
+    return None
+  steps = np.append(eval_steps(config).astype(np.float64), np.inf)       # inf: not within the budget
+
+  curves = m["evals_all"].astype(np.float64)
+
+  def crossing(idx):
+    curve = curves[rows][idx].mean(-2)                                   # [..., evals], mean over seeds
+    threshold = curves[rand][idx].mean(-2)[..., -1:]                     # the same reduction as the curve's
+    below = curve <= threshold
+    return steps[np.where(below.any(-1), below.argmax(-1), len(steps) - 1)]
+
+  n = len(rows)
+  observed = float(crossing(np.arange(n)))
+  idx = np.random.default_rng(config.seed).integers(0, n, (config.eval.bootstrap, n))
+  boot = crossing(idx)
+  lo, hi = np.quantile(boot, [0.025, 0.975])
+  finite = lambda x: None if not np.isfinite(x) else float(x)
+  return {"steps": finite(observed), "ci": [finite(lo), finite(hi)], "n": n,
+          "reached": float(np.isfinite(boot).mean()), "budget": env_steps(config)}
 
 
 def mean_ci(values, config) -> dict:
@@ -71,17 +91,15 @@ def mean_ci(values, config) -> dict:
 
 
 def headline(config, table, res, m) -> dict:
-  out = {"random_final_error": m["threshold"], "budget": env_steps(config), "regimes": {}}
+  rand = _rows(table, config, "random")
+  threshold = None if rand is None else float(m["final_all"][rand].mean())
+  out = {"random_final_error": threshold, "budget": env_steps(config), "regimes": {}}
   for g in config.regimes:
     rows = _rows(table, config, g)
     row = {"final_error": mean_ci(m["final_all"][rows], config),
            "error_over_curve": mean_ci(m["curve_all"][rows], config),
            "probe_auc": {k: mean_ci(res["probe_auc"][rows, p], config) for p, k in enumerate(config.eval.probes)}}
-    if m["threshold"] is not None:
-      steps = m["steps_to_random"][rows]
-      reached = int((steps != NOT_REACHED).sum())
-      row["steps_to_random_final"] = ({**mean_ci(steps, config), "reached": reached} if reached == len(rows)
-                                      else {"mean": None, "ci": None, "n": len(rows), "reached": reached})
+    row["steps_to_random_final"] = steps_to_random(config, table, m, g)
     out["regimes"][g] = row
   return out
 
@@ -165,19 +183,25 @@ def _table(config, figs, prefix: str, digits: int = 3):
 
 def _ci(x: dict | None, digits: int = 3) -> str:
   if x is None or x.get("mean") is None:
-    return "n/a" if x is None else f"not reached by {x['n'] - x['reached']} of {x['n']} seeds"
+    return "n/a"
   ci = "" if x["ci"] is None else f" [{x['ci'][0]:.{digits}g}, {x['ci'][1]:.{digits}g}]"
   return f"{x['mean']:.{digits}g}{ci}"
 
 
+def _steps(x: dict | None) -> str:
+  if x is None:
+    return "n/a"
+  show = lambda v: "never" if v is None else f"{v:,.0f} ({v / x['budget']:.2f})"
+  return f"{show(x['steps'])} [{show(x['ci'][0])}, {show(x['ci'][1])}]; {x['reached']:.0%} of resamples reach it"
+
+
 def headline_table(config, head: dict) -> str:
-  cols = ["final held-out error", "error over the curve", "interactions to random's final error"]
+  cols = ["final held-out error", "error over the curve",
+          "interactions to random's final error (share of the budget); never: not within the budget"]
   rows = []
   for g in config.regimes:
     h = head["regimes"][g]
-    steps = h.get("steps_to_random_final")
-    share = "" if steps is None or steps["mean"] is None else f" ({steps['mean'] / head['budget']:.2f} of the budget)"
-    rows.append([g, _ci(h["final_error"]), _ci(h["error_over_curve"]), _ci(steps, 4) + share,
+    rows.append([g, _ci(h["final_error"]), _ci(h["error_over_curve"]), _steps(h.get("steps_to_random_final")),
                  *(_ci(h["probe_auc"][k]) for k in config.eval.probes)])
   return report_lib.markdown_table(["regime", *cols, *(f"AUC {k}" for k in config.eval.probes)], rows)
 

@@ -142,19 +142,17 @@ class Driver:
 
   def play(self, state, first: int, count: int):
     """Episodes first .. first+count-1 of every run: (state, logs as in fused.Fused.run, runs first)."""
-    every = self.config.play.eval_every
-    logs = {"stage": [], "eval_stage": [], "eval_material": []}
+    rounds, stages, evals = [], [], []
     for ep in range(first, first + count):
-      state, metrics, stages = self.game.episode(state, ep)
-      for k, v in metrics.items():
-        logs.setdefault(k, []).append(v)
-      logs["stage"].append(stages)
-      if (ep + 1) % every == 0:
-        by_stage, by_material = self.pop.heldout(state, self.heldout)
-        logs["eval_stage"].append(by_stage)
-        logs["eval_material"].append(by_material)
-    return state, {k: np.concatenate(v, 1) if v[0].ndim > 1 and k not in ("eval_stage", "eval_material")
-                   else np.stack(v, 1) for k, v in logs.items()}
+      state, metrics, stage = self.game.episode(state, ep)
+      rounds.append(metrics)
+      stages.append(stage)
+      if (ep + 1) % self.config.play.eval_every == 0:
+        evals.append(self.pop.heldout(state, self.heldout))
+    logs = {k: np.concatenate([m[k] for m in rounds], 1) for k in rounds[0]}     # [runs, rounds]
+    logs.update(stage=np.stack(stages, 1), eval_stage=np.stack([e[0] for e in evals], 1),
+                eval_material=np.stack([e[1] for e in evals], 1))
+    return state, logs
 
   def seconds(self) -> dict:
     """Wall seconds spent in the learner programs and in the physics since the last call."""

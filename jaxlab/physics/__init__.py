@@ -1,6 +1,6 @@
 """MuJoCo worlds for the developmental-physics spec: materials, procedural scenes for the four
 curriculum stages, breaking, probes, and two backends (MuJoCo C through mujoco.rollout, MJX)
-behind one API. The interface the learner builds on is /work/helpers/physics_contract.md."""
+behind one API (api.py): the interface jaxlab.developmental builds on."""
 
 from __future__ import annotations
 

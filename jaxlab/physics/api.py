@@ -1,4 +1,4 @@
-"""The environment API both physics backends share (helpers' contract; developmental-physics spec).
+"""The environment API both physics backends share (developmental-physics spec).
 
 An interaction: the action is applied (stage 0: it sets the drop heights of the three objects, which
 are placed at rest at their drop poses; stages 1-3: it is the hand's motor command, held for the

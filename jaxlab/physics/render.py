@@ -1,5 +1,5 @@
 """Pictures of the developmental-physics worlds: frames of a few episodes per stage to PNG and an
-animated GIF with MuJoCo's renderer (issue 6, "Pictures").
+animated GIF with MuJoCo's renderer, for the report and for seeing what the learner played.
 
 The OpenGL backend: MUJOCO_GL if the user set it before MuJoCo was imported; otherwise EGL (a GPU,
 or Mesa's llvmpipe on a CPU) and then OSMesa (needs libosmesa6) are tried in turn. Where none
