@@ -199,21 +199,17 @@ def test_fused_program_is_the_same_on_1_and_8_devices_and_resumes_bitwise(config
 # -- the MJX backend end to end ------------------------------------------------------------------
 
 
-def test_mjx_smoke_end_to_end_then_mjx_sims_in_the_same_process(config, tmp_path):
-  """The smoke config on the fused MJX program (CPU), then two MjxSims in the same process: no
-  tracer cached by the fused program's trace (the MJX model of a stage is built eagerly) reaches
-  them."""
+def test_mjx_smoke_end_to_end(config, tmp_path):
+  """The smoke config on the fused MJX program (CPU). Its trace builds every stage's MJX model
+  inside shard_map: the models must be built eagerly (test_physics: a later MjxSim still works)."""
   assert main(["run", SMOKE, "--workdir", str(tmp_path), "--config.backend=mjx"]) == 0
   _, table, res = results.load(tmp_path)
   assert np.isfinite(res["eval_stage"]).all() and np.isfinite(res["loss_world"]).all()
   assert res["valid"].mean() > 0.95
   fixed = table["regime"] == list(config.regimes).index("fixed_order")
   assert (np.sort(np.unique(res["stage"][fixed])) == np.arange(len(physics.STAGES))).all()
-  pcfg = experiment.physics_config(config)
-  actions = np.zeros((8, 3), np.float32)
-  sims = [physics.make_sim(0, 8, backend="mjx", seed=1, config=pcfg) for _ in range(2)]
-  first, second = (sim.act(actions) for sim in sims)
-  np.testing.assert_array_equal(first.next.objects, second.next.objects)
+  summary = json.loads((tmp_path / "summary.json").read_text())
+  assert set(summary["headline"]["regimes"]) == set(config.regimes)
 
 
 # -- learner pieces --------------------------------------------------------------------------------
