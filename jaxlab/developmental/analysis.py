@@ -1,7 +1,7 @@
 """Figures, the headline, and the claims of a developmental run, and its report.md.
 
 The spec publishes no numbers, only statements; each becomes a claim graded by core.report on a
-95% bootstrap interval over seeds (stats.bootstrap_claim; runs of one seed index share initial
+95% bootstrap interval over seeds (core.margins; runs of one seed index share initial
 weights, random draws and scenes, so regime comparisons are paired by seed):
   curiosity (expected surprise, and learning progress) learns faster than random play
                                                       held-out error, mean over the learning curve
@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxlab import physics
+from jaxlab.core import margins
 from jaxlab.core import report as report_lib
 from jaxlab.core import stats
 
@@ -77,7 +78,7 @@ def steps_to_random(config, table, m, regime: str) -> dict | None:
   observed = float(crossing(np.arange(n)))
   idx = np.random.default_rng(config.seed).integers(0, n, (config.eval.bootstrap, n))
   boot = crossing(idx)
-  lo, hi = np.quantile(boot, [0.025, 0.975])
+  lo, hi = np.quantile(boot, [0.025, 0.975], method="inverted_cdf")    # no interpolation: never is inf
   finite = lambda x: None if not np.isfinite(x) else float(x)
   return {"steps": finite(observed), "ci": [finite(lo), finite(hi)], "n": n,
           "reached": float(np.isfinite(boot).mean()), "budget": env_steps(config)}
@@ -85,8 +86,7 @@ def steps_to_random(config, table, m, regime: str) -> dict | None:
 
 def mean_ci(values, config) -> dict:
   """{"mean", "ci", "n"}: the mean over seeds and its 95% bootstrap interval."""
-  x = np.asarray(values, np.float64)
-  out = stats.bootstrap_claim(lambda idx: x[idx].mean(-1), len(x), config.eval.bootstrap, seed=config.seed)
+  out = margins.interval(margins.mean_of(values), len(values), config.eval.bootstrap, seed=config.seed)
   return {"mean": out["diff"], "ci": out["ci"], "n": out["n"]}
 
 
@@ -135,8 +135,7 @@ def _paired(config, table, m, better: str, worse: str, measure: str, text: str):
   if a is None or b is None:
     return None
   x, y = m[measure][a], m[measure][b]
-  interval = stats.bootstrap_claim(lambda idx: x[idx].mean(-1) - y[idx].mean(-1), len(a), config.eval.bootstrap,
-                                   seed=config.seed)
+  interval = margins.interval(margins.difference(x, y), len(a), config.eval.bootstrap, seed=config.seed)
   ours = f"{worse} {x.mean():.4g}, {better} {y.mean():.4g} (margin: {worse} - {better})"
   return report_lib.claim(text, "stated, no number", ours, interval)
 
@@ -157,14 +156,12 @@ def claims(config, table, res, m) -> list[dict]:
   rows = _rows(table, config, lead)
   for p, kind in enumerate(config.eval.probes):
     auc = res["probe_auc"][rows, p].astype(np.float64)
-    interval = stats.bootstrap_claim(lambda idx: auc[idx].mean(-1) - 0.5, len(rows), config.eval.bootstrap,
-                                     seed=config.seed)
+    interval = margins.interval(margins.mean_of(auc - 0.5), len(rows), config.eval.bootstrap, seed=config.seed)
     out.append(report_lib.claim(f"impossible events are more surprising than possible ones: {kind} ({lead})",
                                 "stated (violation of expectation), no number",
                                 f"AUC {auc.mean():.3f} (margin: AUC - 0.5)", interval))
   done = (res["mastered_at"][rows] >= 0).all(-1).astype(np.float64)
-  interval = stats.bootstrap_claim(lambda idx: done[idx].mean(-1) - 0.5, len(rows), config.eval.bootstrap,
-                                   seed=config.seed)
+  interval = margins.interval(margins.mean_of(done - 0.5), len(rows), config.eval.bootstrap, seed=config.seed)
   out.append(report_lib.claim(f"play masters all four stages within the budget ({lead})",
                               "stated (stage 1 -> 4), no number",
                               f"{int(done.sum())} of {len(done)} runs (margin: share - 1/2)", interval))
