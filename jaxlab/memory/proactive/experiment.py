@@ -7,7 +7,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxlab.core import checkpoint, results
+from jaxlab.core import results
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import dataclass_from, is_non_negative, is_positive, require, require_int, tuple_of
 from jaxlab.memory.proactive import analysis, grid, learn, plots, published, records, sim
@@ -68,9 +68,8 @@ def run(config, workdir):
   """Learns on training days, then runs every policy and day as one sharded, chunked sweep."""
   curve = fit(config)
   table = grid.build(config, curve["learn_amplitude"][-1], grid.omega_of(curve["learn_period_h"][-1]))
-  out = checkpoint.sweep(config, sim.batch_fn(constants(config)), table, grid.model_inputs(table), workdir)
-  results.save(workdir, table, {**out, **curve})
-  return report(workdir) if jax.process_index() == 0 else None
+  return results.sweep_and_report(config, workdir, table, grid.model_inputs(table), sim.batch_fn(constants(config)),
+                                  report, extra=curve)
 
 
 def planted_traces(config, table) -> dict:

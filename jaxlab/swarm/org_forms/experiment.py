@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import jax
 
 import numpy as np
 
-from jaxlab.core import checkpoint, results
+from jaxlab.core import results
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import (ConfigError, dataclass_from, is_non_negative, is_positive, is_probability, require,
                                 require_int, tuple_of)
@@ -82,9 +81,8 @@ def constants(config) -> model.Constants:
 def run(config, workdir):
   """Runs every study of the config as one sharded, chunked, resumable sweep, then reports."""
   table = grid.build(config)
-  out = checkpoint.sweep(config, model.batch_fn(constants(config)), table, grid.model_inputs(table), workdir)
-  results.save(workdir, table, out)
-  return report(workdir) if jax.process_index() == 0 else None
+  return results.sweep_and_report(config, workdir, table, grid.model_inputs(table), model.batch_fn(constants(config)),
+                                  report)
 
 
 def report(workdir):
