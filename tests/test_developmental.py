@@ -200,9 +200,12 @@ def test_fused_program_is_the_same_on_1_and_8_devices_and_resumes_bitwise(config
 
 
 def test_mjx_smoke_end_to_end(config, tmp_path):
-  """The smoke config on the fused MJX program (CPU). Its trace builds every stage's MJX model
-  inside shard_map: the models must be built eagerly (test_physics: a later MjxSim still works)."""
-  assert main(["run", SMOKE, "--workdir", str(tmp_path), "--config.backend=mjx"]) == 0
+  """The smoke config on the fused MJX program (CPU), one chunk of its episodes (the program is
+  the same for every chunk; its compilation is most of this test's time). Its trace builds every
+  stage's MJX model inside shard_map: the models must be built eagerly (test_physics: a later
+  MjxSim still works)."""
+  chunk = f"--config.play.episodes={config.play.episodes_per_chunk}"
+  assert main(["run", SMOKE, "--workdir", str(tmp_path), "--config.backend=mjx", chunk]) == 0
   _, table, res = results.load(tmp_path)
   assert np.isfinite(res["eval_stage"]).all() and np.isfinite(res["loss_world"]).all()
   assert res["valid"].mean() > 0.95
