@@ -92,21 +92,80 @@ def stated_facts(passages: list[list[Sentence]]) -> list[W.Fact]:
   return list(seen.values())
 
 
-def window_questions(rng: np.random.Generator, doc: Document, n: int) -> list[tuple[str, str]]:
-  """Up to `n` (question, answer) pairs that `doc` answers by itself: its own question first, then
-  others drawn at random from every stated fact (single fact) and every stated two-hop chain.
+def question_pool(doc: Document) -> list[tuple[str, str, str]]:
+  """Every (question, answer, task type) that `doc` answers by itself, each once, in reading order:
+  a single-fact question per stated fact, then a two-hop question per stated chain.
 
   The world is consistent (one value per subject and relation), so each answer is unique."""
   facts = stated_facts(doc.passages)
   by_subject = {}
   for f in facts:
     by_subject.setdefault(f.subject, []).append(f)
-  pool = [(lx.SINGLE_QUESTIONS[f.relation].format(s=f.subject), f.object) for f in facts]
-  pool += [(lx.MULTI_QUESTIONS[(f.relation, g.relation)].format(s=f.subject), g.object)
+  pool = [(lx.SINGLE_QUESTIONS[f.relation].format(s=f.subject), f.object, "single_fact") for f in facts]
+  pool += [(lx.MULTI_QUESTIONS[(f.relation, g.relation)].format(s=f.subject), g.object, "multi_hop")
            for f in facts for g in by_subject.get(f.object, []) if (f.relation, g.relation) in lx.MULTI_QUESTIONS]
+  return list(dict.fromkeys(pool))
+
+
+def window_questions(rng: np.random.Generator, doc: Document, n: int) -> list[tuple[str, str]]:
+  """Up to `n` (question, answer) pairs that `doc` answers by itself: its own question first, then
+  others drawn at random from `question_pool`."""
   own = (doc.record["question"], doc.record["gold_answer"])
-  others = [q for q in dict.fromkeys(pool) if q[0] != own[0]]
+  others = [q for q in dict.fromkeys((q, a) for q, a, _ in question_pool(doc)) if q[0] != own[0]]
   return [own] + [others[i] for i in rng.permutation(len(others))[:n - 1]]
+
+
+# The relations of each kind of entity, and the kind of entity each relation points to.
+KIND_RELATIONS = {"person": W.PERSON_RELATIONS, "org": W.ORG_RELATIONS, "place": W.PLACE_RELATIONS}
+OBJECT_KIND = {"born_in": "place", "lives_in": "place", "works_for": "org", "headquartered_in": "place",
+               "founded_by": "person"}
+
+
+def mentioned_entities(doc: Document) -> dict[str, str]:
+  """Entity name -> kind ("person", "org", "place") of every entity the document states a fact about
+  or names as a fact's object."""
+  kind_of = {r: k for k, rels in KIND_RELATIONS.items() for r in rels}
+  out = {}
+  for f in stated_facts(doc.passages):
+    out.setdefault(f.subject, kind_of[f.relation])
+    if f.relation in OBJECT_KIND:
+      out.setdefault(f.object, OBJECT_KIND[f.relation])
+  return out
+
+
+def unanswerable_question(rng: np.random.Generator, doc: Document, split: str, task_type: str) -> dict:
+  """A question of the form `task_type` that `doc` cannot answer, with what makes it so.
+
+  Half the time (or when the document leaves no gap) it asks about an entity of the split that
+  the document never names ("absent_entity"); otherwise about an entity the document names and a
+  relation it never states for it ("absent_relation"; for two hops, the first hop is stated and
+  the second is not, or the first is missing). Returns {"question", "kind", "subject", "relations"}.
+  """
+  stated = {(f.subject, f.relation): f for f in stated_facts(doc.passages)}
+  entities = mentioned_entities(doc)
+  if task_type == "single_fact":
+    gaps = [(s, (r,)) for s, k in entities.items() for r in KIND_RELATIONS[k] if (s, r) not in stated]
+  else:
+    gaps = []
+    for s, k in entities.items():
+      for (r1, r2) in lx.MULTI_QUESTIONS:
+        if r1 not in KIND_RELATIONS[k]:
+          continue
+        first = stated.get((s, r1))
+        if first is None or (first.object, r2) not in stated:
+          gaps.append((s, (r1, r2)))
+  if gaps and rng.random() < 0.5:
+    subject, relations = gaps[rng.integers(len(gaps))]
+    kind = "absent_relation"
+  else:
+    chains = list(lx.SINGLE_QUESTIONS) if task_type == "single_fact" else list(lx.MULTI_QUESTIONS)
+    kind_of = {r: k for k, rels in KIND_RELATIONS.items() for r in rels}
+    rel = chains[rng.integers(len(chains))]
+    relations = (rel,) if task_type == "single_fact" else rel
+    names = [n for n in W.name_pools(split)[kind_of[relations[0]]] if n not in doc.record["document"]]
+    subject, kind = names[rng.integers(len(names))], "absent_entity"
+  template = lx.SINGLE_QUESTIONS[relations[0]] if len(relations) == 1 else lx.MULTI_QUESTIONS[relations]
+  return {"question": template.format(s=subject), "kind": kind, "subject": subject, "relations": list(relations)}
 
 
 def _passage(rng, world: W.World, distractor: bool, excluded: set) -> list[Sentence]:

@@ -46,6 +46,9 @@ class LongDocQAConfig(tfds.core.BuilderConfig):
   num_validation: int = 300
   num_test: int = 500
   seed: int = 0
+  unanswerable_fraction: float = 0.0  # share of questions the document cannot answer (gold: abstain_answer)
+  abstain_answer: str = "unknown"
+  questions_per_document: int = 1  # train split only: more questions on each training document
 
 
 def _grid_configs() -> list[LongDocQAConfig]:
@@ -67,11 +70,46 @@ def _sample_spec(rng: np.random.Generator, cfg: LongDocQAConfig, split: str) -> 
            horizon=horizon, chunk_tokens=cfg.chunk_tokens)
 
 
+def _unanswerable(cfg: LongDocQAConfig, j: int) -> bool:
+  """Question j of a split is unanswerable on an exact schedule: the first n questions hold
+  round(n * fraction) of them, up to rounding."""
+  f = cfg.unanswerable_fraction
+  return int((j + 1) * f) > int(j * f)
+
+
 def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
-  """Yield `num` QA records of `split` (plain dicts in the published schema plus evidence fields)."""
+  """Yield QA records of `split` (plain dicts in the published schema plus evidence fields and
+  `answerable`): `num` documents, each with one question (`questions_per_document` on train).
+
+  Document i and its own question come from the Generator seeded (seed, split, i), exactly as
+  without the abstention and extra-question knobs; an unanswerable question (about an entity or
+  relation the document does not contain; gold answer `abstain_answer`, no evidence) replaces a
+  question on the schedule of `unanswerable_fraction`, drawn from its own Generator, and extra
+  training questions (other stated facts and chains, `documents.question_pool`) from another."""
+  per_doc = cfg.questions_per_document if split == "train" else 1
+  j = 0
   for i in range(num):
     rng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i])
-    yield D.make_document(rng, _sample_spec(rng, cfg, split), f"{split}-{i:06d}").record
+    doc = D.make_document(rng, _sample_spec(rng, cfg, split), f"{split}-{i:06d}")
+    record = {**doc.record, "answerable": True}
+    questions = [record]
+    if per_doc > 1:
+      extra = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 2])
+      pool = [q for q in D.question_pool(doc) if q[0] != record["question"]]
+      for k, n in enumerate(extra.permutation(len(pool))[:per_doc - 1]):
+        q, a, task = pool[n]
+        questions.append({**record, "id": f"{record['id']}-{k + 1}", "question": q, "gold_answer": a,
+                          "task_type": task, **_NO_EVIDENCE})
+    for k, r in enumerate(questions):
+      if _unanswerable(cfg, j):
+        urng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 1, k])
+        u = D.unanswerable_question(urng, doc, split, r["task_type"])
+        r = {**r, "question": u["question"], "gold_answer": cfg.abstain_answer, "answerable": False, **_NO_EVIDENCE}
+      j += 1
+      yield r
+
+
+_NO_EVIDENCE = {"evidence": [], **{f"evidence_{k}": [] for k in ("word_start", "word_end", "char_start", "char_end")}}
 
 
 def generate_pretrain(cfg: LongDocQAConfig, split: str, num: int, kinds: tuple[str, ...] = PRETRAIN_KINDS):
@@ -110,8 +148,10 @@ class LongDocQA(tfds.core.GeneratorBasedBuilder):
   """Synthetic long-document QA (single fact and two-hop) with distractors and a horizon knob."""
 
   name = "long_doc_qa"
-  VERSION = tfds.core.Version("1.0.0")
-  RELEASE_NOTES = {"1.0.0": "Procedural world, single-fact and two-hop questions, pretraining corpus."}
+  VERSION = tfds.core.Version("1.1.0")
+  RELEASE_NOTES = {"1.0.0": "Procedural world, single-fact and two-hop questions, pretraining corpus.",
+                   "1.1.0": "Unanswerable questions and several questions per training document (knobs, off by "
+                            "default); the `answerable` field."}
   BUILDER_CONFIGS = [LongDocQAConfig(name="default", description="1k-64k words, random horizon"),
             *_grid_configs(),
             LongDocQAConfig(name="pretrain", corpus="pretrain", description="base-model corpus",
@@ -129,7 +169,7 @@ class LongDocQA(tfds.core.GeneratorBasedBuilder):
     else:
       features = {k: text for k in ("id", "document", "question", "gold_answer", "task_type")}
       features.update({f"evidence_{k}": ints for k in ("word_start", "word_end", "char_start", "char_end")})
-      features.update(evidence=tfds.features.Sequence(text),
+      features.update(evidence=tfds.features.Sequence(text), answerable=tfds.features.Tensor(shape=(), dtype=np.bool_),
               num_tokens=tfds.features.Tensor(shape=(), dtype=np.int32),
               horizon=tfds.features.Tensor(shape=(), dtype=np.float32),
               distractor_ratio=tfds.features.Tensor(shape=(), dtype=np.float32))
