@@ -1,18 +1,23 @@
-"""Latent Pager Memory vs the text buffer (latent-pager.md; issue 8), on a frozen Qwen3-family LM.
+"""Latent Pager Memory vs the text buffer (latent-pager.md; issues 8 and 13), on a frozen Qwen3-family LM.
 
-  jaxlab run configs/latent_pager.py:smoke --workdir checkpoints/latent_pager_smoke --config.model.path=DIR
-  jaxlab run configs/latent_pager.py:cpu --workdir checkpoints/latent_pager_cpu          # = repro, < 20 min
+  jaxlab run configs/latent_pager.py:pretrain --workdir checkpoints/latent_pager_pretrain   # the shipped encoder
+  jaxlab run configs/latent_pager.py:cpu --workdir checkpoints/latent_pager_cpu            # the comparison, < 30 min
+  jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
+  jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
+  jaxlab run configs/latent_pager.py:repro --workdir checkpoints/latent_pager_repro        # the published design
   jaxlab run configs/latent_pager.py:qwen3_1p7b --workdir checkpoints/latent_pager_qwen3 \
-      --config.model.path=/path/to/Qwen3-1.7B                                           # a GPU
-  jaxlab run configs/latent_pager.py:cpu --workdir DIR --config.data.jsonl_dir=DIR_WITH_JSONL
+      --config.model.path=/path/to/Qwen3-1.7B                                             # an accelerator
+  jaxlab run configs/latent_pager.py:smoke --workdir DIR --config.model.path=TINY_LM       # seconds, for tests
 
-`cpu` (= `repro`) runs the whole comparison on our small word-level base model (models/lm_base,
-issue 7): short synthetic documents cut into chunks the model's context holds. `qwen3_1p7b` has
-the published settings: layers 7, 14, 21, 27; chunks of 1,024 tokens overlapping by 128; 16 soft
-tokens; d_page 512; a 2,048-wide compressor; one aggregator layer (8 heads, FFN 4,096, dropout
-0.1); AdamW 3e-4, weight decay 0.05, 200 warmup steps, 10 epochs; the published prompts.
-`smoke` is a seconds-long run for tests (give it any small checkpoint folder). Both systems answer
-with the one `generation` block. docs/latent_pager.md explains every choice.
+`cpu` runs the comparison on our small word-level base model (models/lm_base): documents of
+120-480 words cut into 96-token chunks, 20% unanswerable questions, the `slots` pager started from
+the pretrained encoder in models/latent_pager_slots (made by `pretrain`), fine-tuned on tens of
+thousands of questions, with its sufficiency head; the text buffer and a full-context reference
+answer the same questions. `repro` is the reproduction arm exactly as before: the published
+`pooled` design on the issue-8 data. `frontier` sweeps compression (slots per chunk), layers and
+aggregator depth on validation and scores the chosen points once on test. `qwen3_1p7b` runs the
+`cpu` pipeline on Qwen3-1.7B; what it keeps from the published run and what it changes is listed
+in docs/latent_pager.md. Both systems answer with the one `generation` block.
 """
 
 import ml_collections
@@ -20,19 +25,25 @@ import ml_collections
 from jaxlab.core.config import select
 
 
-def cpu():
+def repro():
+  """The issue-8 comparison, unchanged: the published pooled pager on 480 training questions."""
   c = ml_collections.ConfigDict()
   c.experiment = "latent_pager"
+  c.mode = "compare"               # compare | pretrain | frontier | rot
   c.seed = 0
   c.model = ml_collections.ConfigDict(dict(
-      path="models/lm_base", dtype="float32", eos_token="<eos>", pad_token="<pad>"))
+      path="models/lm_base", dtype="float32", eos_token="<eos>", pad_token="<pad>",
+      context_tokens=256))        # the LM's window: the full-context reference answers where a document fits
+  c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))   # the pager is small: data parallel
   c.data = ml_collections.ConfigDict(dict(
       jsonl_dir="",                 # train/validation/test.jsonl in the published schema, or "" for synthetic
       tfds_dir="checkpoints/tfds",
       min_tokens=200, max_tokens=480,   # words per synthetic document (about 3-8 chunks)
       chunk_words=80,                   # multi-hop evidence lies farther apart than this many words
       distractor_ratio=0.5, horizon=-1.0,   # -1: a random horizon per document
-      num_train=480, num_validation=80, num_test=200))
+      num_train=480, num_validation=80, num_test=200,
+      unanswerable_fraction=0.0, abstain_answer="unknown",
+      questions_per_document=1))        # training questions per training document
   c.pages = ml_collections.ConfigDict(dict(
       hidden_layers=(1, 2, 3, 4), pooling="last_token",
       chunk_tokens=96, chunk_overlap=16,  # the base model's context is 256 tokens
@@ -40,9 +51,19 @@ def cpu():
       max_pages=0,                  # 0: the most chunks of any document
       store_dir="checkpoints/latent_pager_pages"))   # shared across runs; "" = WORKDIR/page_store
   c.pager = ml_collections.ConfigDict(dict(
+      encoder="pooled",             # pooled (published) | slots | icae
+      init="",                      # a pretrained encoder folder (`pretrain` exports one), or "" for none
+      slots_per_chunk=16, encoder_depth=1, lora_rank=8, decoder_lora_rank=0,
       compressor_hidden=512, d_page=128, num_soft_tokens=16, depth=1, heads=4, ffn=256, dropout=0.1))
+  c.sufficiency = ml_collections.ConfigDict(dict(enabled=False, hidden=128, loss_weight=0.5))
   c.train = ml_collections.ConfigDict(dict(
-      epochs=6, batch_size=16, learning_rate=1e-3, warmup_steps=30, weight_decay=0.05, clip_norm=1.0))
+      epochs=6, steps=0,            # steps > 0 replaces epochs x rows per epoch
+      batch_size=16, questions_per_row=1, eval_every=0,   # 0: evaluate after each epoch
+      learning_rate=1e-3, warmup_steps=30, weight_decay=0.05, clip_norm=1.0))
+  c.pretrain = ml_collections.ConfigDict(dict(
+      seed=1009, documents=20_000, eval_documents=256, steps=3_000, batch_size=16, eval_every=250,
+      learning_rate=1e-3, warmup_steps=100, weight_decay=0.01, clip_norm=1.0,
+      ae_weight=1.0, continuation_weight=0.5, qa_weight=0.0))
   # The ONE block both systems answer with. Penalty 1.0 was chosen on validation (64 questions,
   # text buffer F1 0.180 at 1.0 against 0.125 at 1.3: the penalty also hits the context tokens the
   # answer should be copied from); docs/latent_pager.md.
@@ -55,31 +76,87 @@ def cpu():
       pager="Question: {question}\nAnswer:"))
   c.eval = ml_collections.ConfigDict(dict(
       batch_size=64,                # questions per answer call, both systems (latency: one at a time)
-      latency_questions=16, bootstrap=10_000))
+      latency_questions=16, bootstrap=10_000,
+      full_context=False))          # the whole document in the LM's window, where it fits
+  c.frontier = ml_collections.ConfigDict(dict(
+      encoders=("slots",), slots_per_chunk=(1, 2, 4, 8, 16), hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
+      pretrain_steps=400, train_steps=400, num_train=1_200, num_validation=150, num_test=300))
+  c.rot = ml_collections.ConfigDict(dict(
+      pager_workdir="checkpoints/latent_pager_cpu",   # the trained pager (and its config) the grid reads
+      distractor_ratios=(0.0, 0.25, 0.5, 0.75, 1.0), horizons=(0.0, 0.25, 0.5, 0.75, 1.0), questions_per_cell=40))
+  return c
+
+
+def cpu():
+  c = repro()
+  c.data.update(dict(min_tokens=120, max_tokens=480, num_train=4_000, num_validation=300, num_test=500,
+                     unanswerable_fraction=0.2, questions_per_document=6))
+  c.pages.update(dict(hidden_layers=(1, 2, 3, 4), max_pages=8))
+  c.pager.update(dict(encoder="slots", init="models/latent_pager_slots", slots_per_chunk=16, encoder_depth=1,
+                      depth=0, dropout=0.0))
+  c.sufficiency.enabled = True
+  c.train.update(dict(epochs=1, batch_size=16, questions_per_row=6, eval_every=50, learning_rate=1e-3,
+                      warmup_steps=30, weight_decay=0.01))
+  c.eval.full_context = True
+  return c
+
+
+def pretrain():
+  c = cpu()
+  c.mode = "pretrain"
+  c.pager.init = ""
+  return c
+
+
+def frontier():
+  c = cpu()
+  c.mode = "frontier"
+  c.pager.init = ""
+  return c
+
+
+def rot():
+  c = cpu()
+  c.mode = "rot"
   return c
 
 
 def smoke():
   c = cpu()
-  c.data.update(dict(min_tokens=120, max_tokens=300, chunk_words=40, num_train=32, num_validation=8, num_test=12))
+  c.data.update(dict(min_tokens=60, max_tokens=300, chunk_words=40, num_train=16, num_validation=8, num_test=12,
+                     questions_per_document=3))
   c.data.tfds_dir = ""
-  c.pages.update(dict(chunk_tokens=48, chunk_overlap=8, batch_size=16, hidden_layers=(1, 2), store_dir=""))
-  c.pager.update(dict(compressor_hidden=32, d_page=16, num_soft_tokens=4, heads=2, ffn=32))
-  c.train.update(dict(epochs=3, batch_size=8, learning_rate=1e-2, warmup_steps=2))
+  c.pages.update(dict(chunk_tokens=48, chunk_overlap=8, batch_size=16, hidden_layers=(1, 2), store_dir="", max_pages=6))
+  c.pager.update(dict(init="", slots_per_chunk=2, compressor_hidden=32, d_page=16, num_soft_tokens=4, heads=2, ffn=32,
+                      lora_rank=2))
+  c.sufficiency.hidden = 16
+  c.train.update(dict(epochs=3, batch_size=8, questions_per_row=3, eval_every=2, learning_rate=1e-2, warmup_steps=2))
+  c.pretrain.update(dict(documents=32, eval_documents=8, steps=4, batch_size=8, eval_every=2, learning_rate=1e-2,
+                         warmup_steps=1))
   c.generation.update(dict(max_new_tokens=6, repetition_penalty=1.3))
   c.text_buffer.update(dict(extract_max_tokens=8, max_context_tokens=48))
   c.eval.update(dict(batch_size=1, latency_questions=2, bootstrap=200))   # answers at batch 1: as timed
+  c.frontier.update(dict(slots_per_chunk=(1, 2), hidden_layers=((1, 2),), depths=(0,), pretrain_steps=2,
+                         train_steps=2, num_train=16, num_validation=8, num_test=8))
+  c.rot.update(dict(distractor_ratios=(0.0, 1.0), horizons=(0.0, 1.0), questions_per_cell=2))
   return c
 
 
 def qwen3_1p7b():
+  """The `cpu` pipeline on Qwen3-1.7B (docs/latent_pager.md lists what is published and what differs)."""
   c = cpu()
-  c.model.update(dict(path="models/Qwen3-1.7B", dtype="bfloat16", eos_token="<|im_end|>", pad_token="<|endoftext|>"))
+  c.model.update(dict(path="models/Qwen3-1.7B", dtype="bfloat16", eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                      context_tokens=40_960))
+  c.mesh.update(dict(data=1, fsdp=-1, tensor=1))
   c.data.update(dict(min_tokens=1_000, max_tokens=64_000, chunk_words=1024, num_train=2_000, num_validation=300,
                      num_test=500))
-  c.pages.update(dict(hidden_layers=(7, 14, 21, 27), chunk_tokens=1024, chunk_overlap=128, batch_size=16))
-  c.pager.update(dict(compressor_hidden=2048, d_page=512, num_soft_tokens=16, depth=1, heads=8, ffn=4096))
-  c.train.update(dict(epochs=10, batch_size=8, learning_rate=3e-4, warmup_steps=200))
+  c.pages.update(dict(hidden_layers=(7, 14, 21, 27), chunk_tokens=1024, chunk_overlap=128, batch_size=16,
+                      max_pages=64))
+  c.pager.update(dict(init="", slots_per_chunk=16, heads=8, ffn=4096))
+  c.sufficiency.hidden = 1024
+  c.train.update(dict(epochs=3, batch_size=8, questions_per_row=6, eval_every=200, learning_rate=3e-4,
+                      warmup_steps=200, weight_decay=0.05))
+  c.pretrain.update(dict(documents=50_000, steps=20_000, batch_size=8, learning_rate=3e-4, warmup_steps=500))
   c.generation.update(dict(max_new_tokens=128, repetition_penalty=1.3))   # the published pager's
   c.text_buffer.update(dict(extract_max_tokens=128, separator="\n---\n", max_context_tokens=4096))
   c.prompts.update(dict(
@@ -92,4 +169,5 @@ def qwen3_1p7b():
 
 
 def get_config(arg=""):
-  return select(arg, {"cpu": cpu, "repro": cpu, "smoke": smoke, "qwen3_1p7b": qwen3_1p7b})
+  return select(arg, {"cpu": cpu, "repro": repro, "pretrain": pretrain, "frontier": frontier, "rot": rot,
+                      "smoke": smoke, "qwen3_1p7b": qwen3_1p7b})

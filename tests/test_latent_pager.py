@@ -1,9 +1,10 @@
-"""Latent pager (issue 8): modules, metrics, the JSONL importer, and one end-to-end smoke run on a
-tiny random Qwen3 exported like the base model (no transformers or torch).
+"""Latent pager: modules and encoders, metrics, abstention, the JSONL importer, config errors, and
+one end-to-end run on a tiny random Qwen3 exported like the base model (no transformers or torch):
+the slots encoder pretrained (`pretrain`), then the comparison (`smoke`) started from it.
 
-The module-scoped `run` fixture runs `configs/latent_pager.py:smoke` in-process once, with spies
-on the training entry (the LM's params before and after) and on the one generation entry (the
-settings each system answered with); the other tests read what it recorded.
+The module-scoped fixtures run both in-process once, with spies on the training entries (the LM's
+params before and after), on the one generation entry (the settings each system answered with)
+and on the threshold choice (which questions it saw); the tests read what they recorded.
 """
 
 import functools
@@ -18,8 +19,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from jaxlab.core import config as config_lib
 from jaxlab.data import jsonl, long_doc_qa
-from jaxlab.lm import pretrain
-from jaxlab.paging import data, experiment, generation, metrics, pages, train
+from jaxlab.lm import pretrain as lm_pretrain
+from jaxlab.paging import data, experiment, generation, metrics, model as model_lib, pages, pretrain, selective, train
+from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 
 
@@ -68,6 +70,61 @@ def test_pooling_last_token_and_mean():
 def test_chunks_overlap():
   s = pages.PageSettings((1,), "last_token", chunk_tokens=4, chunk_overlap=1, batch_size=2)
   assert pages.chunk_ids(list(range(10)), s) == [[0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9]]
+
+
+def test_slot_encoder_shapes_and_token_mask():
+  enc = SlotEncoder(2, 24, chunk_tokens=6, slots=3, depth=1, heads=4, ffn=48, rate=0.0, embed_rms=0.7,
+                    rngs=nnx.Rngs(0))
+  call = nnx.jit(lambda m, s, mask: m(s, mask))
+  states = jax.random.normal(jax.random.key(1), (2, 4, 6, 2, 24))  # (B, P, C, L, D)
+  mask = jnp.ones((2, 4, 6), bool).at[1, :, 4:].set(False)
+  out = call(enc, states, mask)
+  assert out.shape == (2, 4, 3, 24)
+  # Every slot enters the LM at the embeddings' RMS.
+  np.testing.assert_allclose(np.sqrt(np.mean(np.asarray(out) ** 2, -1)), 0.7, rtol=1e-3)
+  # A padded token changes nothing; a real one does.
+  np.testing.assert_array_equal(np.asarray(call(enc, states.at[1, :, 5].set(9.0), mask)), np.asarray(out))
+  assert not np.allclose(np.asarray(call(enc, states.at[1, 0, 0].set(9.0), mask))[1, 0], np.asarray(out)[1, 0])
+
+
+def _slots_config(**pager):
+  c = config_lib.load("configs/latent_pager.py:smoke")
+  c.pager.update(pager)
+  c.pages.hidden_layers = (1,)
+  return c
+
+
+def test_direct_soft_tokens_right_align_real_pages_after_null_pages():
+  c = _slots_config(slots_per_chunk=2, depth=0)
+  m = model_lib.PagerModel(c, 8, 1.0)
+  pages_ = jax.random.normal(jax.random.key(0), (2, 3, 2, 8))
+  page_mask = jnp.array([[True, True, True], [True, False, False]])
+  soft = np.asarray(m.soft_from_pages(pages_, page_mask))
+  assert soft.shape == (2, 6, 8)
+  np.testing.assert_array_equal(soft[0], np.asarray(pages_[0]).reshape(6, 8))
+  # One real page: it sits last, just before the question; the two padded positions hold the null page.
+  np.testing.assert_array_equal(soft[1, 4:], np.asarray(pages_[1, 0]))
+  np.testing.assert_array_equal(soft[1, :4], np.tile(np.asarray(m.null[...]), (2, 1)))
+  # Whatever a padded page holds, the soft tokens are the same.
+  np.testing.assert_array_equal(np.asarray(m.soft_from_pages(pages_.at[1, 1:].set(5.0), page_mask)), soft)
+
+
+def test_aggregated_soft_tokens_have_the_configured_count():
+  c = _slots_config(slots_per_chunk=2, depth=1, num_soft_tokens=5)
+  m = model_lib.PagerModel(c, 8, 1.0)
+  soft = m.soft_from_pages(jnp.ones((2, 3, 2, 8)), jnp.array([[True] * 3, [True, False, False]]))
+  assert soft.shape == (2, 5, 8) and not hasattr(m, "null")
+
+
+def test_packed_rows_mark_targets_and_probes():
+  texts = [[([5, 6], [7, 1], True), ([8], [2, 1], False)], [([5], [9, 9, 1], True), ([4, 4, 4, 4], [3, 1], True)]]
+  b = train.pager_lib.make_batch({}, texts, width=6, pad_id=0, num_questions=2)
+  # A later question that does not fit whole is dropped (row 0's second would need 7 tokens).
+  np.testing.assert_array_equal(b["ids"][0], [5, 6, 7, 1, 0, 0])
+  np.testing.assert_array_equal(b["probe_valid"], [[True, False], [True, False]])
+  np.testing.assert_array_equal(b["target"][0], [False, False, True, True, False, False])
+  np.testing.assert_array_equal(b["probe"][:, 0], [1, 0])  # the last prompt token: where the answer starts
+  np.testing.assert_array_equal(b["answerable"][:, 0], [True, True])
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -122,6 +179,38 @@ def test_probe_is_the_second_hop():
     assert any(w in record["evidence"][0] for w in subject.rstrip("?").split()[-2:])
 
 
+# ----------------------------------------------------------------------------- abstention
+def test_threshold_maximizes_validation_utility_and_breaks_ties_low():
+  golds = ["a", "b", "unknown", "unknown"]
+  answers = ["a", "x", "y", "z"]
+  conf = [0.9, 0.2, 0.1, 0.3]
+  got = selective.choose_threshold(answers, conf, golds, "unknown")
+  # Abstaining below 0.9 keeps the right answer and turns both unanswerable questions into hits.
+  assert got["threshold"] == 0.9 and got["utility"] == pytest.approx(3 / 4) and got["abstain_rate"] == 0.75
+  never = selective.choose_threshold(["a", "b"], [0.5, 0.5], ["a", "b"], "unknown")
+  assert never["threshold"] == -np.inf and never["utility"] == 1.0
+  # Tied confidences cannot be split by a threshold.
+  tie = selective.choose_threshold(["a", "x"], [0.5, 0.5], ["a", "unknown"], "unknown")
+  assert tie["utility"] == 0.5
+
+
+def test_risk_coverage_and_aurc():
+  rc = selective.risk_coverage([0.9, 0.1, 0.5], [0.0, 1.0, 1.0])
+  np.testing.assert_allclose(rc["risk"], [0.0, 0.5, 2 / 3])
+  assert rc["aurc"] == pytest.approx((0 + 0.5 + 2 / 3) / 3)
+  a = selective.abstention_scores(["unknown", "x", "unknown"], [False, False, True], "unknown")
+  assert a["precision"] == 0.5 and a["recall"] == 0.5
+
+
+def test_abstain_answer_is_recognised_by_its_ids():
+  tok = Tokenizer(models.WordLevel({"<pad>": 0, "<eos>": 1, "<unk>": 2, "Answer": 3, ":": 4}, unk_token="<unk>"))
+  tok.pre_tokenizer = pre_tokenizers.Whitespace()
+  ab = generation.abstain_from(tok, "unknown")
+  assert ab.ids == (2,)  # no such word: the LM says it with <unk>
+  settings = generation.Settings(4, 1.0, 1, 0, False)
+  assert generation.decode(tok, np.array([[2, 1, 0, 0], [3, 1, 0, 0]]), settings, ab) == ["unknown", "Answer"]
+
+
 # ----------------------------------------------------------------------------- JSONL importer
 def test_jsonl_errors_name_file_and_line(tmp_path):
   good = {"id": "a", "document": "d", "question": "q", "gold_answer": "g", "task_type": "single_fact"}
@@ -143,96 +232,152 @@ def test_config_errors_name_the_field():
     config_lib.load("configs/latent_pager.py:smoke", ["--config.prompts.pager=Answer:"], experiment.validate)
 
 
+
+
 # ----------------------------------------------------------------------------- end to end
-@pytest.fixture(scope="module")
-def tiny_lm(tmp_path_factory):
-  """A 2-layer random Qwen3 with a word-level tokenizer, exported like the base model."""
-  # A wide init, so the random LM can express peaked distributions for the pager to steer.
+def tiny_lm_folder(folder, specials=("<pad>", "<eos>", "<unk>")):
+  """A 2-layer random Qwen3 with a word-level tokenizer over the synthetic world, exported like
+  the base model. A wide init, so the random LM can express peaked distributions for the pager."""
   cfg = config_lib.load("configs/lm_pretrain.py:smoke", ["--config.optim.init_std=0.5"])
   tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
   tok.pre_tokenizer = pre_tokenizers.Whitespace()
   docs = long_doc_qa.LongDocQAConfig(name="tiny", min_tokens=120, max_tokens=300, chunk_tokens=40)
   texts = [r["document"] + " " + r["question"] for r in long_doc_qa.generate_qa(docs, "train", 30)]
   tok.train_from_iterator(texts + ["Question: Answer: Key facts:"],
-                          trainers.WordLevelTrainer(special_tokens=["<pad>", "<eos>", "<unk>"]))
-  return pretrain.export(pretrain.init_model(cfg, tok.get_vocab_size()), tok, cfg, tmp_path_factory.mktemp("lm"))
+                          trainers.WordLevelTrainer(special_tokens=list(specials)))
+  return lm_pretrain.export(lm_pretrain.init_model(cfg, tok.get_vocab_size()), tok, cfg, folder)
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+  return tiny_lm_folder(tmp_path_factory.mktemp("lm"))
+
+
+def _load(variant, tiny_lm, workdir, *extra):
+  config = config_lib.load(f"configs/latent_pager.py:{variant}", [
+      f"--config.model.path={tiny_lm}", f"--config.pages.store_dir={workdir / 'store'}", *extra], experiment.validate)
+  workdir.mkdir(parents=True, exist_ok=True)
+  (workdir / "config.json").write_text(json.dumps({**config.to_dict(), "variant": variant}))  # as `jaxlab run` does
+  return config
+
+
+def _lm_params(lm):
+  return [np.array(x) for x in jax.tree.leaves(nnx.state(lm))]
 
 
 @pytest.fixture(scope="module")
 def run(tiny_lm, tmp_path_factory):
-  workdir = tmp_path_factory.mktemp("run")
-  config = config_lib.load("configs/latent_pager.py:smoke", [f"--config.model.path={tiny_lm}",
-                                                              f"--config.pages.store_dir={workdir / 'store'}"],
-                           experiment.validate)
-  (workdir / "config.json").write_text(json.dumps(config.to_dict()))  # as `jaxlab run` does
-  seen = {"generate": [], "lm": []}
-  real_fit, real_tokens = train.fit, generation.generate_tokens
+  """`pretrain` (smoke-sized) then `smoke` started from its exported encoder, with spies."""
+  root = tmp_path_factory.mktemp("run")
+  seen = {"generate": [], "lm": {}, "thresholds": []}
+  real = {"fit": train.fit, "pretrain": pretrain.run, "tokens": generation.generate_tokens,
+          "choose": selective.choose_threshold}
 
-  def fit(config, workdir, lm, *args, **kw):
-    copy = lambda: [np.array(x) for x in jax.tree.leaves(nnx.state(lm))]
-    seen["lm"].append(copy())
-    out = real_fit(config, workdir, lm, *args, **kw)
-    seen["lm"].append(copy())
-    seen["history"] = out[2]
-    return out
+  def spy(name):
+    def wrapped(config, workdir, lm, *args, **kw):
+      before = _lm_params(lm)
+      out = real[name](config, workdir, lm, *args, **kw)
+      seen["lm"][name] = (before, _lm_params(lm))
+      seen[name] = out
+      return out
+    return wrapped
 
   def tokens(lm, ids, mask, settings, prefix_embeds=None):
     seen["generate"].append((settings, prefix_embeds is not None))
-    return real_tokens(lm, ids, mask, settings, prefix_embeds)
+    return real["tokens"](lm, ids, mask, settings, prefix_embeds)
 
+  def choose(answers, confidence, golds, abstain):
+    seen["thresholds"].append(list(golds))
+    return real["choose"](answers, confidence, golds, abstain)
+
+  pre_dir = root / "pretrain"
   with pytest.MonkeyPatch.context() as mp:
-    mp.setattr(train, "fit", fit)
+    mp.setattr(train, "fit", spy("fit"))
+    mp.setattr(pretrain, "run", spy("pretrain"))
     mp.setattr(generation, "generate_tokens", tokens)
+    mp.setattr(selective, "choose_threshold", choose)
+    pre = _load("smoke", tiny_lm, pre_dir, "--config.mode=pretrain", "--config.pager.init=",
+                "--config.pretrain.steps=12", "--config.pretrain.eval_every=6")
+    experiment.run(pre, pre_dir)
+    workdir = root / "compare"
+    config = _load("smoke", tiny_lm, workdir, f"--config.pager.init={pre_dir / 'encoder'}")
     experiment.run(config, workdir)
-  return config, workdir, seen
+  return config, workdir, seen, pre_dir
 
 
-def test_lm_params_bitwise_unchanged_by_training(run):
-  _, _, seen = run
-  before, after = seen["lm"]
-  assert len(before) == len(after) > 0
-  for a, b in zip(before, after):
-    np.testing.assert_array_equal(a, b)
+def test_lm_params_bitwise_unchanged_by_every_training(run):
+  seen = run[2]
+  assert set(seen["lm"]) == {"fit", "pretrain"}
+  for before, after in seen["lm"].values():
+    assert len(before) == len(after) > 0
+    for a, b in zip(before, after):
+      np.testing.assert_array_equal(a, b)
 
 
-def test_training_lowers_the_loss(run):
-  history = run[2]["history"]
+def test_autoencoding_loss_falls_and_the_encoder_ships(run, tiny_lm):
+  config, _, seen, pre_dir = run
+  history = seen["pretrain"]["history"]
+  assert seen["pretrain"]["finished"] and history[-1]["step"] == 12
+  log = [json.loads(line) for line in (pre_dir / "pretrain_log.jsonl").read_text().splitlines()]
+  assert log[-1]["val_ae_ce"] < log[0]["val_ae_ce"] and log[-1]["loss"] < log[0]["loss"]
+  assert (pre_dir / "report.md").is_file() and "exact-chunk" in (pre_dir / "report.md").read_text()
+  # The export holds only the encoder's parts, and a mismatched pager shape is refused.
+  state = pretrain.load(pre_dir / "encoder", config)
+  assert state and all(path[0] in pretrain.PRETRAINED for path in state)
+  other = config_lib.load("configs/latent_pager.py:smoke", ["--config.pager.slots_per_chunk=3"])
+  with pytest.raises(ValueError, match="slots_per_chunk"):
+    pretrain.load(pre_dir / "encoder", other)
+
+
+def test_qa_training_lowers_the_loss_from_the_pretrained_encoder(run):
+  history = run[2]["fit"][2]
   assert len(history) == 3
-  assert history[-1]["train_loss"] < history[0]["train_loss"] - 0.05
+  assert history[-1]["train_loss"] < history[0]["train_loss"]
   assert all(np.isfinite(h["val_loss"]) and 0 <= h["val_f1"] <= 1 for h in history)
 
 
-def test_both_systems_answer_with_the_same_settings(run):
-  config, _, seen = run
-  eos, pad = 1, 0  # <eos>, <pad> of the pretraining tokenizer
+def test_every_system_answers_with_the_same_settings(run):
+  config, _, seen, _ = run
+  eos, pad = 1, 0  # <eos>, <pad> of the tokenizer
   shared = generation.settings_from(config, eos, pad)
   pager = {s for s, prefix in seen["generate"] if prefix}
   text = {s for s, prefix in seen["generate"] if not prefix}
   assert pager == {shared}
-  # The text buffer makes two kinds of call: chunk extraction and the answer, which is the pager's.
+  # The text buffer makes two kinds of call: chunk extraction and the answer, which is the pager's
+  # (and the full context's).
   extract = generation.Settings(config.text_buffer.extract_max_tokens, config.text_buffer.extract_repetition_penalty,
                                 eos, pad, True)
   assert shared.repetition_penalty == 1.3 != extract.repetition_penalty
   assert text == {shared, extract}
 
 
-def test_report_and_page_store_reuse(run, tiny_lm):
-  config, workdir, _ = run
+def test_thresholds_are_chosen_on_validation_only(run):
+  config, workdir, seen, _ = run
+  val = [json.loads(line) for line in (workdir / "validation.jsonl").read_text().splitlines()]
+  test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  per_system = {s: [r["gold_answer"] for r in val if r["confidence"][s] is not None] for s in val[0]["confidence"]}
+  assert len(seen["thresholds"]) >= 2
+  for golds in seen["thresholds"]:
+    # Each choice saw exactly one system's validation questions, never a test question.
+    assert golds in per_system.values()
+  assert {r["id"] for r in val}.isdisjoint(r["id"] for r in test)
   summary = json.loads((workdir / "summary.json").read_text())
-  for system in ("latent_pager", "text_buffer"):
-    for metric in ("f1", "rouge_l", "hallucination", "hallucination_grounded", "answer_words"):
-      assert summary["figures"][f"all/{system}/{metric}"]["n"] == config.data.num_test
-    assert summary["figures"][f"all/{system}/consistency"]["n"] > 0
-    assert summary["figures"][f"all/{system}/peak_memory_gb"]["mean"] > 0
-  assert "all/f1" in summary["bootstrap"] and "single_fact/f1" in summary["bootstrap"]
+  assert set(summary["thresholds"]) >= {"latent_pager", "text_buffer"}
+
+
+def test_report_headline_and_rebuild(run):
+  config, workdir, _, _ = run
+  summary = json.loads((workdir / "summary.json").read_text())
+  h = summary["headline"]
+  for key in ("pager_encoder", "slots_per_chunk", "pager_f1", "text_buffer_f1", "pager_grounded_hallucination",
+              "text_buffer_grounded_hallucination", "latency_ratio", "pager_aurc", "text_buffer_aurc"):
+    assert key in h
+  assert h["pager_encoder"] == "slots" and h["pager_f1"]["ci"] is not None
+  rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  assert sum(not r["answerable"] for r in rows) > 0 and any(r["answers"]["full_context"] for r in rows)
+  assert summary["figures"]["abstention/latent_pager"]["unanswerable"] > 0
+  assert set(summary["risk_coverage"]) == {"latent_pager", "text_buffer", "full_context"}
   text = (workdir / "summary.json").read_bytes()
   experiment.report(workdir)  # `jaxlab report` rebuilds the same summary
   assert (workdir / "summary.json").read_bytes() == text
-  assert (workdir / "training_curve.png").is_file() and "0.0257" in (workdir / "report.md").read_text()
-  rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
-  # Pages were stored once per document: a new store on the same folder computes nothing.
-  from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-  store = pages.PageStore(config.pages.store_dir, checkpoint_io.load(tiny_lm), tok_lib.load_tokenizer(tiny_lm),
-                          pages.settings_from(config), pages.model_fingerprint(tiny_lm), 0)
-  got = store.get([r["document"] for r in rows[:3]])
-  assert store.computed == 0 and all(g.shape[1:] == (2, 32) for g in got)
+  assert (workdir / "risk_coverage.png").is_file() and "0.0257" in (workdir / "report.md").read_text()

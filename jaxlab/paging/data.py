@@ -60,30 +60,42 @@ def probe(record: dict) -> dict | None:
   return None
 
 
-def synthetic_config(config) -> long_doc_qa.LongDocQAConfig:
-  d = config.data
+ABSTENTION_KNOBS = ("unanswerable_fraction", "abstain_answer", "questions_per_document")
+
+
+def synthetic_config(config, **override) -> long_doc_qa.LongDocQAConfig:
+  """The TFDS config of the run's synthetic set (`override`: data fields replaced, e.g. a
+  context-rot cell's distractor ratio and horizon)."""
+  d = {**config.data.to_dict(), **override}
   knobs = {k: d[k] for k in ("min_tokens", "max_tokens", "distractor_ratio", "chunk_words",
                              "num_train", "num_validation", "num_test")}
-  name = "latent_pager_" + checkpoint.fingerprint({"seed": config.seed, **knobs, "horizon": d.horizon})
+  extra = {k: d[k] for k in ABSTENTION_KNOBS if d[k] != long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default}
+  name = "latent_pager_" + checkpoint.fingerprint({"seed": config.seed, **knobs, "horizon": d["horizon"], **extra})
   return long_doc_qa.LongDocQAConfig(
-      name=name, min_tokens=d.min_tokens, max_tokens=d.max_tokens, distractor_ratio=d.distractor_ratio,
-      horizon=None if d.horizon < 0 else d.horizon, chunk_tokens=d.chunk_words, num_train=d.num_train,
-      num_validation=d.num_validation, num_test=d.num_test, seed=config.seed)
+      name=name, min_tokens=d["min_tokens"], max_tokens=d["max_tokens"], distractor_ratio=d["distractor_ratio"],
+      horizon=None if d["horizon"] < 0 else d["horizon"], chunk_tokens=d["chunk_words"], num_train=d["num_train"],
+      num_validation=d["num_validation"], num_test=d["num_test"], seed=config.seed,
+      unanswerable_fraction=d["unanswerable_fraction"], abstain_answer=d["abstain_answer"],
+      questions_per_document=d["questions_per_document"])
 
 
-def load(config, workdir: Path) -> dict[str, list[dict]]:
+def load(config, workdir: Path, **override) -> dict[str, list[dict]]:
   """{split: records}; the test split ends with its consistency probes. The synthetic set is built
-  under data.tfds_dir ("" = WORKDIR/tfds)."""
+  under data.tfds_dir ("" = WORKDIR/tfds). `num_*` count documents: a training document may carry
+  `questions_per_document` questions."""
   d = config.data
   if d.jsonl_dir:
     splits = {s: jsonl.read_jsonl(Path(d.jsonl_dir) / f"{s}.jsonl") for s in SPLITS}
   else:
-    builder = long_doc_qa.build(synthetic_config(config), d.tfds_dir or str(Path(workdir) / "tfds"))
+    builder = long_doc_qa.build(synthetic_config(config, **override), d.tfds_dir or str(Path(workdir) / "tfds"))
     source = builder.as_data_source()
     splits = {s: [long_doc_qa.decode_example(source[s][i]) for i in range(len(source[s]))] for s in SPLITS}
     splits = {s: sorted(r, key=lambda r: r["id"]) for s, r in splits.items()}
   for split, n in zip(SPLITS, (d.num_train, d.num_validation, d.num_test)):
-    splits[split] = splits[split][:n]
+    n = override.get(f"num_{split}", n)
+    documents = list(dict.fromkeys(r["document"] for r in splits[split]))[:n]
+    keep = set(documents)
+    splits[split] = [r for r in splits[split] if r["document"] in keep]
   probes = [p for p in map(probe, splits["test"]) if p is not None]
   splits["test"] = splits["test"] + probes
   return splits

@@ -1,14 +1,18 @@
-"""The latent pager as a system: soft tokens from stored pages, the training loss, and answers
-(latent-pager.md, "How It Works"; README "Soft prompt" and "Training").
+"""The latent pager as a system: document inputs, question rows, the training loss, confidence and
+answers (latent-pager.md, "How It Works"; README "Soft prompt" and "Training"; issue 13).
 
-The k soft tokens come first, then the embedded `prompts.pager` text ("Question: <q>\nAnswer:"
-for the published model), then, in training, the answer tokens followed by EOS: the loss is the
-cross-entropy of the answer and EOS tokens only (the published run appended no EOS, so its model
-never learned to stop). Rows are right padded in training and left padded in generation; both
-give the real tokens the same positions, since positions come from the attention mask.
+A row is the document's K soft tokens, then its questions in the base model's multi-question
+format: `prompts.pager` ("Question: <q>\nAnswer:") followed, in training, by the answer and EOS,
+then the next question (`train.questions_per_row` of them; the published run used one). The loss
+is the cross-entropy of the answer and EOS tokens only (the published run appended no EOS, so its
+model never learned to stop), plus `sufficiency.loss_weight` times the sufficiency head's binary
+cross-entropy at each question's last prompt token (label: the question is answerable). An
+unanswerable question's answer is the abstain string, so the pager can also say it in words.
 
-The frozen LM enters every function as a separate state with `stop_gradient`: gradients reach
-the soft tokens through it, but its arrays are constants, never differentiated or updated.
+Rows are right padded in training and left padded in generation; both give the real tokens the
+same positions, since positions come from the attention mask. The frozen LM enters every
+function as a separate state under `stop_gradient`: gradients reach the soft tokens through it,
+but its arrays are constants, never differentiated or updated.
 """
 
 from __future__ import annotations
@@ -22,14 +26,51 @@ import optax
 from flax import nnx
 
 from jaxlab.paging import generation, pages, programs
-from jaxlab.paging.modules import Pager
+from jaxlab.paging.model import PagerModel
 
 
-def build(config, num_layers: int, d_lm: int) -> Pager:
-  p = config.pager
-  return Pager(num_layers, d_lm, compressor_hidden=p.compressor_hidden, d_page=p.d_page,
-               num_soft_tokens=p.num_soft_tokens, depth=p.depth, heads=p.heads, ffn=p.ffn,
-               dropout_rate=p.dropout, rngs=nnx.Rngs(config.seed))
+def embed_rms(lm) -> float:
+  """The RMS of the LM's token embeddings: the scale a soft token should enter at."""
+  return float(jnp.sqrt(jnp.mean(jnp.square(lm.model.embed_tokens.embedding[...].astype(jnp.float32)))))
+
+
+def build(config, lm) -> PagerModel:
+  return PagerModel(config, lm.cfg.hidden_size, embed_rms(lm), lm)
+
+
+class Documents:
+  """Per-document pager inputs: stored pooled states (`pooled`) or chunk token ids (the others)."""
+
+  def __init__(self, kind: str, store: pages.PageStore, documents: list[str], desc: str = "pages"):
+    self.kind, self.store = kind, store
+    if kind == "pooled":
+      self.items = store.get(documents, desc=desc)
+    else:
+      chunks = {d: store.chunks(d) for d in dict.fromkeys(documents)}
+      self.items = [chunks[d] for d in documents]
+
+  def __len__(self):
+    return len(self.items)
+
+  def num_pages(self, i: int) -> int:
+    return len(self.items[i])
+
+  def batch(self, rows, max_pages: int) -> dict:
+    if self.kind == "pooled":
+      states, mask = pages.batch_pages([self.items[i] for i in rows], max_pages)
+      return {"states": states, "page_mask": mask}
+    return chunk_inputs([self.items[i] for i in rows], max_pages, self.store.settings.chunk_tokens,
+                        self.store.pad_id)
+
+
+def chunk_inputs(docs: list[list[list[int]]], max_pages: int, width: int, pad_id: int) -> dict:
+  """Chunk ids (B, P, C) right padded, and their mask; a document keeps its first max_pages chunks."""
+  ids = np.full((len(docs), max_pages, width), pad_id, np.int32)
+  mask = np.zeros((len(docs), max_pages, width), bool)
+  for i, chunks in enumerate(docs):
+    for j, c in enumerate(chunks[:max_pages]):
+      ids[i, j, :len(c)], mask[i, j, :len(c)] = c, True
+  return {"chunk_ids": ids, "chunk_mask": mask}
 
 
 def prompt_ids(tokenizer, template: str, question: str) -> list[int]:
@@ -44,61 +85,126 @@ def target_ids(tokenizer, template: str, question: str, answer: str, eos_id: int
   return full[:n], full[n:] + [eos_id]
 
 
-def make_batch(states: list[np.ndarray], texts: list[tuple[list[int], list[int]]], max_pages: int,
-               width: int, pad_id: int) -> dict:
-  """Host arrays of one batch: pooled states (B, P, L, D), page mask (B, P), right-padded text ids
-  (B, T) with their mask, and the mask of the target (answer + EOS) tokens."""
-  st, page_mask = pages.batch_pages(states, max_pages)
-  ids = np.full((len(texts), width), pad_id, np.int32)
-  mask = np.zeros((len(texts), width), bool)
-  target = np.zeros((len(texts), width), bool)
-  for i, (prompt, answer) in enumerate(texts):
-    row = (prompt + answer)[:width]
-    ids[i, :len(row)], mask[i, :len(row)] = row, True
-    target[i, len(prompt):len(row)] = True
-  return {"states": st, "page_mask": page_mask, "ids": ids, "mask": mask, "target": target}
+def make_batch(inputs: dict, texts: list[list[tuple[list[int], list[int], bool]]], width: int, pad_id: int,
+               num_questions: int) -> dict:
+  """Host arrays of one batch: the document inputs, right-padded text ids (B, T) with their mask,
+  the target (answer + EOS) mask, and per question (B, Q) the position of its last prompt token,
+  whether it is in the row, and whether it is answerable. `texts` holds, per row, its questions as
+  (prompt ids, answer ids + EOS, answerable); a question that does not fit whole is dropped."""
+  b = len(texts)
+  ids = np.full((b, width), pad_id, np.int32)
+  mask, target = np.zeros((b, width), bool), np.zeros((b, width), bool)
+  probe = np.zeros((b, num_questions), np.int32)
+  valid, answerable = np.zeros((b, num_questions), bool), np.zeros((b, num_questions), bool)
+  for i, questions in enumerate(texts):
+    at = 0
+    for q, (prompt, answer, ok) in enumerate(questions[:num_questions]):
+      row = (prompt + answer)[:width - at] if q == 0 else prompt + answer
+      if q and at + len(row) > width:
+        break
+      ids[i, at:at + len(row)], mask[i, at:at + len(row)] = row, True
+      target[i, at + len(prompt):at + len(row)] = True
+      probe[i, q], valid[i, q], answerable[i, q] = at + len(prompt) - 1, True, ok
+      at += len(row)
+  return {**inputs, "ids": ids, "mask": mask, "target": target, "probe": probe, "probe_valid": valid,
+          "answerable": answerable}
 
 
-def target_ce(params, graphdef, lm_graphdef, lm_state, batch, key):
-  """Per-row sums of the target tokens' cross-entropy, and per-row target counts."""
-  pager = nnx.merge(graphdef, params)
-  lm = nnx.merge(lm_graphdef, jax.lax.stop_gradient(lm_state))
-  soft = pager(batch["states"], batch["page_mask"], key).astype(lm.dtype)
+def text_forward(model, lm, soft, batch):
+  """The LM over [soft | text]: (logits at text positions predicting each text token, final
+  states at the probe positions or None without a sufficiency head)."""
+  soft = soft.astype(lm.dtype)
   k = soft.shape[1]
   embeds = jnp.concatenate([soft, lm.embed(batch["ids"])], axis=1)
   mask = jnp.concatenate([jnp.ones(soft.shape[:2], bool), batch["mask"]], axis=1)
-  logits, _ = lm(inputs_embeds=embeds, attention_mask=mask)
+  want = (-1,) if hasattr(model, "sufficiency") else ()
+  logits, states = lm(inputs_embeds=embeds, attention_mask=mask, hidden_layers=want)
+  probe_states = None
+  if want:
+    probe_states = jnp.take_along_axis(states[0], (batch["probe"] + k)[..., None], axis=1)
   # Position k - 1 + j predicts text token j.
-  ce = optax.softmax_cross_entropy_with_integer_labels(logits[:, k - 1:-1].astype(jnp.float32), batch["ids"])
+  return logits[:, k - 1:-1], probe_states
+
+
+def qa_ce(model, lm, soft, batch):
+  """Per-row sums of the target tokens' cross-entropy and target counts, and the per-question
+  sufficiency logits (None without a head), from soft tokens already made."""
+  logits, probe_states = text_forward(model, lm, soft, batch)
+  ce = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), batch["ids"])
   weight = batch["target"].astype(jnp.float32)
-  return jnp.sum(ce * weight, axis=1), jnp.sum(weight, axis=1)
+  suff = None if probe_states is None else model.confidence(soft, probe_states)
+  return jnp.sum(ce * weight, axis=1), jnp.sum(weight, axis=1), suff
 
 
-def loss_fn(params, graphdef, lm_graphdef, lm_state, batch, key):
-  """Mean cross-entropy over the target tokens of the batch."""
-  sums, counts = target_ce(params, graphdef, lm_graphdef, lm_state, batch, key)
-  return jnp.sum(sums) / jnp.maximum(jnp.sum(counts), 1.0)
+def target_ce(params, graphdef, lm_graphdef, lm_state, batch, key):
+  """`qa_ce` of the pager's own soft tokens for the batch."""
+  model = nnx.merge(graphdef, params)
+  lm = nnx.merge(lm_graphdef, jax.lax.stop_gradient(lm_state))
+  return qa_ce(model, lm, model.soft_tokens(lm, batch, key), batch)
+
+
+def sufficiency_bce(logits, batch):
+  """Sum of the head's binary cross-entropy over the questions in the batch, and their count."""
+  w = batch["probe_valid"].astype(jnp.float32)
+  bce = optax.sigmoid_binary_cross_entropy(logits, batch["answerable"].astype(jnp.float32))
+  return jnp.sum(bce * w), jnp.sum(w)
+
+
+def qa_loss(sums, counts, suff, batch, suff_weight: float):
+  """Mean cross-entropy over the batch's target tokens (+ the weighted mean sufficiency BCE)."""
+  loss = jnp.sum(sums) / jnp.maximum(jnp.sum(counts), 1.0)
+  if suff is not None and suff_weight:
+    bce, n = sufficiency_bce(suff, batch)
+    loss = loss + suff_weight * bce / jnp.maximum(n, 1.0)
+  return loss
+
+
+def loss_fn(params, graphdef, lm_graphdef, lm_state, batch, key, suff_weight: float = 0.0):
+  return qa_loss(*target_ce(params, graphdef, lm_graphdef, lm_state, batch, key), batch, suff_weight)
 
 
 @functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef"))
 def eval_ce(params, graphdef, lm_graphdef, lm_state, batch):
-  """`target_ce` without dropout."""
-  return target_ce(params, graphdef, lm_graphdef, lm_state, batch, None)
+  """`target_ce` without dropout: per-row CE sums and target counts."""
+  sums, counts, _ = target_ce(params, graphdef, lm_graphdef, lm_state, batch, None)
+  return sums, counts
 
 
-def _soft(graphdef, params, states, page_mask):
-  fn = lambda params, states, page_mask: nnx.merge(graphdef, params)(states, page_mask)
-  return "soft_tokens", graphdef, fn, params, jnp.asarray(states), jnp.asarray(page_mask)
+# ----------------------------------------------------------------------------- answering
+def _soft_program(graphdef, params, lm, inputs):
+  lm_graphdef, lm_state = nnx.split(lm)
+
+  def fn(params, lm_state, inputs):
+    return nnx.merge(graphdef, params).soft_tokens(nnx.merge(lm_graphdef, lm_state), inputs)
+
+  inputs = {k: jnp.asarray(v) for k, v in inputs.items()}
+  return "soft_tokens", (graphdef, lm_graphdef), fn, params, lm_state, inputs
 
 
-def soft_tokens(graphdef, params, states, page_mask):
-  """Soft tokens (B, k, D) from pooled states (B, P, L, D), without dropout."""
-  return programs.call(*_soft(graphdef, params, states, page_mask))
+def soft_tokens(graphdef, params, lm, inputs):
+  """Soft tokens (B, K, D) of a batch of document inputs, without dropout."""
+  return programs.call(*_soft_program(graphdef, params, lm, inputs))
 
 
-def soft_bytes(graphdef, params, rows: int, max_pages: int, num_layers: int, d_lm: int) -> int:
-  return programs.peak_bytes(*_soft(graphdef, params, np.zeros((rows, max_pages, num_layers, d_lm), np.float32),
-                                    np.ones((rows, max_pages), bool)))
+def soft_bytes(graphdef, params, lm, inputs) -> int:
+  return programs.peak_bytes(*_soft_program(graphdef, params, lm, inputs))
+
+
+def _confidence_program(graphdef, params, lm, soft, ids, mask):
+  lm_graphdef, lm_state = nnx.split(lm)
+
+  def fn(params, lm_state, soft, ids, mask):
+    model, lm = nnx.merge(graphdef, params), nnx.merge(lm_graphdef, lm_state)
+    embeds = jnp.concatenate([soft.astype(lm.dtype), lm.embed(ids)], axis=1)
+    full = jnp.concatenate([jnp.ones(soft.shape[:2], bool), mask], axis=1)
+    _, (state,) = lm(inputs_embeds=embeds, attention_mask=full, hidden_layers=(-1,))
+    return jax.nn.sigmoid(model.confidence(soft, state[:, -1:])[:, 0])
+
+  return ("confidence", (graphdef, lm_graphdef), fn, params, lm_state, soft, jnp.asarray(ids), jnp.asarray(mask))
+
+
+def confidence_bytes(graphdef, params, lm, soft, ids, mask) -> int:
+  return programs.peak_bytes(*_confidence_program(graphdef, params, lm, soft, ids, mask))
 
 
 def question_width(tokenizer, template: str, records) -> int:
@@ -106,20 +212,34 @@ def question_width(tokenizer, template: str, records) -> int:
   return -(-max(len(prompt_ids(tokenizer, template, r["question"])) for r in records) // 16) * 16
 
 
-def answer(lm, tokenizer, graphdef, params, states: list[np.ndarray], questions: list[str], template: str, *,
-           max_pages: int, width: int, settings: generation.Settings, batch_size: int) -> list[str]:
-  """Greedy answers from soft tokens + question, in batches of one shape."""
-  rows = [prompt_ids(tokenizer, template, q) for q in questions]
+def left_padded(rows: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarray]:
   ids = np.zeros((len(rows), width), np.int32)
   mask = np.zeros((len(rows), width), bool)
   for i, row in enumerate(rows):
-    ids[i, width - len(row):], mask[i, width - len(row):] = row, True
-  out = []
-  for s in range(0, len(rows), batch_size):
+    if len(row) > width:
+      raise ValueError(f"a prompt of {len(row)} tokens exceeds the width {width}")
+    if row:
+      ids[i, width - len(row):], mask[i, width - len(row):] = row, True
+  return ids, mask
+
+
+def answer(lm, tokenizer, graphdef, params, docs: Documents, rows: list[int], questions: list[str], template: str, *,
+           max_pages: int, width: int, settings: generation.Settings, batch_size: int,
+           abstain: generation.Abstain | None = None) -> tuple[list[str], np.ndarray | None]:
+  """Greedy answers from soft tokens + question, in batches of one shape, and the sufficiency
+  head's confidence per question (None without a head). `rows[i]` is question i's document."""
+  ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
+  out, conf = [], []
+  model_has_head = hasattr(nnx.merge(graphdef, params), "sufficiency")
+  for s in range(0, len(questions), batch_size):
     idx = np.arange(s, s + batch_size)
-    idx = np.where(idx < len(rows), idx, s)  # a short last batch repeats its first row
-    st, page_mask = pages.batch_pages([states[i] for i in idx], max_pages)
-    soft = soft_tokens(graphdef, params, st, page_mask)
-    tokens = generation.generate_tokens(lm, ids[idx], mask[idx], settings, prefix_embeds=soft.astype(lm.dtype))
-    out += generation.decode(tokenizer, tokens, settings)[:min(batch_size, len(rows) - s)]
-  return out
+    idx = np.where(idx < len(questions), idx, s)  # a short last batch repeats its first row
+    soft = soft_tokens(graphdef, params, lm, docs.batch([rows[i] for i in idx], max_pages)).astype(lm.dtype)
+    if model_has_head:
+      conf.append(np.asarray(programs.call(*_confidence_program(graphdef, params, lm, soft, ids[idx], mask[idx]))))
+    tokens = generation.generate_tokens(lm, ids[idx], mask[idx], settings, prefix_embeds=soft)
+    keep = min(batch_size, len(questions) - s)
+    out += generation.decode(tokenizer, tokens, settings, abstain)[:keep]
+    if model_has_head:
+      conf[-1] = conf[-1][:keep]
+  return out, (np.concatenate(conf) if conf else None)

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from jaxlab.paging import generation
 from jaxlab.paging.generation import Settings
+from jaxlab.paging.pager import left_padded
 
 
 def _enc(tokenizer, text: str) -> list[int]:
@@ -38,22 +39,23 @@ def round_up(n: int, multiple: int = 32) -> int:
 
 
 def generate_rows(lm, tokenizer, rows: list[list[int]], settings: Settings, batch_size: int, width: int,
-                  desc: str) -> list[str]:
-  """Generated text for each prompt (token ids), in batches of one shape (batch_size, width)."""
-  ids = np.zeros((len(rows), width), np.int32)
-  mask = np.zeros((len(rows), width), bool)
-  for i, row in enumerate(rows):
-    if len(row) > width:
-      raise ValueError(f"a {desc} prompt of {len(row)} tokens exceeds the width {width}")
-    if row:
-      ids[i, -len(row):], mask[i, -len(row):] = row, True
-  out = []
+                  desc: str, abstain: generation.Abstain | None = None,
+                  confidence: bool = False) -> tuple[list[str], np.ndarray | None]:
+  """Generated text for each prompt (token ids), in batches of one shape (batch_size, width), and
+  with `confidence` the log-probability of each generated answer."""
+  ids, mask = left_padded(rows, width)
+  out, conf = [], []
   for s in tqdm(range(0, len(rows), batch_size), desc=desc, unit="batch", leave=False, disable=len(rows) <= batch_size):
     idx = np.arange(s, s + batch_size)
     idx = np.where(idx < len(rows), idx, s)  # a short last batch repeats its first row
     tokens = generation.generate_tokens(lm, ids[idx], mask[idx], settings)
-    out += generation.decode(tokenizer, tokens, settings)[:min(batch_size, len(rows) - s)]
-  return out
+    keep = min(batch_size, len(rows) - s)
+    out += generation.decode(tokenizer, tokens, settings, abstain)[:keep]
+    if confidence:
+      answers = generation.answer_tokens(tokens, settings)
+      conf.append(generation.answer_logprob(lm, [rows[i] for i in idx], answers, width + settings.max_new_tokens,
+                                            settings)[:keep])
+  return out, (np.concatenate(conf) if confidence else None)
 
 
 @dataclasses.dataclass
@@ -68,6 +70,7 @@ class TextBuffer:
   max_context_tokens: int
   answer_batch_size: int
   answer_width: int        # see `answer_width`
+  abstain: generation.Abstain | None = None
 
   def __post_init__(self):
     self.buffers: dict[str, list[int]] = {}
@@ -82,8 +85,8 @@ class TextBuffer:
     if missing:
       chunks = [self.store.chunks(d) for d in missing]
       rows = [wrap(self.tokenizer, self.prompts["extract"], "chunk", c) for cs in chunks for c in cs]
-      texts = generate_rows(self.lm, self.tokenizer, rows, self.extract_settings, self.store.settings.batch_size,
-                            self.extract_width, "extract")
+      texts, _ = generate_rows(self.lm, self.tokenizer, rows, self.extract_settings, self.store.settings.batch_size,
+                               self.extract_width, "extract")
       at = 0
       for doc, cs in zip(missing, chunks):
         joined = self.separator.join(t.strip() for t in texts[at:at + len(cs)])
@@ -91,15 +94,41 @@ class TextBuffer:
         self.buffers[doc] = _enc(self.tokenizer, joined)[:self.max_context_tokens]
     return [self.buffers[d] for d in documents]
 
-  def answer(self, records: list[dict]) -> list[str]:
+  def answer(self, records: list[dict], confidence: bool = True) -> tuple[list[str], np.ndarray | None]:
+    """Answers and (with `confidence`) their log-probabilities."""
     buffers = self.buffer_ids([r["document"] for r in records])
     rows = [wrap(self.tokenizer, self.prompts["answer"], "context", b, question=r["question"])
             for b, r in zip(buffers, records)]
     return generate_rows(self.lm, self.tokenizer, rows, self.settings, self.answer_batch_size, self.answer_width,
-                         "answer")
+                         "answer", self.abstain, confidence)
 
 
 def answer_width(tokenizer, template: str, max_context_tokens: int, records) -> int:
   """The one width of every answer prompt of a run: the longest question with a full buffer."""
   return round_up(max_context_tokens + max(len(wrap(tokenizer, template, "context", [], question=r["question"]))
                                            for r in records))
+
+
+def full_prompt(tokenizer, template: str, record: dict) -> list[int]:
+  return wrap(tokenizer, template, "context", _enc(tokenizer, record["document"]), question=record["question"])
+
+
+def fits(tokenizer, record: dict, template: str, settings: Settings, context_tokens: int) -> bool:
+  """Whether the document, the question and the answer budget fit in the LM's window."""
+  return len(full_prompt(tokenizer, template, record)) + settings.max_new_tokens <= context_tokens
+
+
+def full_context(lm, tokenizer, records: list[dict], template: str, settings: Settings, context_tokens: int,
+                 batch_size: int, abstain: generation.Abstain | None = None) -> tuple[list, list]:
+  """The full-context reference: the whole document in the LM's window, where the prompt and
+  `max_new_tokens` fit in `context_tokens`; (answers, log-probabilities) with None where it does not."""
+  rows = [full_prompt(tokenizer, template, r) for r in records]
+  fits = [i for i, row in enumerate(rows) if len(row) + settings.max_new_tokens <= context_tokens]
+  answers, conf = [None] * len(records), [None] * len(records)
+  if fits:
+    width = round_up(max(len(rows[i]) for i in fits))
+    got, logp = generate_rows(lm, tokenizer, [rows[i] for i in fits], settings, batch_size, width, "full context",
+                              abstain, confidence=True)
+    for i, a, c in zip(fits, got, logp):
+      answers[i], conf[i] = a, float(c)
+  return answers, conf

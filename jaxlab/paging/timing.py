@@ -1,15 +1,21 @@
-"""Latency per question and peak device memory, measured the same way for both systems
-(issue 8, "latency per question and peak device memory ... on the same device").
+"""Latency per question and peak device memory, measured the same way for every system
+(issue 8, "latency per question and peak device memory ... on the same device"; issue 13, the
+latency ratio of the headline).
 
 Latency: questions answered one at a time (answer batch of one) from the document text with
-nothing cached: the pager runs the frozen LM over the chunks, the text buffer generates every
-chunk's extraction, both in calls of `pages.batch_size` chunks; then each generates its answer.
-One warm-up question first, so no compile is timed; wall time until the answer text exists.
+nothing cached: the pager runs the frozen LM over the chunks (the stored pooled states of the
+published arm are recomputed; `slots` reads the token states inside its encoder), makes its soft
+tokens, asks its sufficiency head (when it has one) and generates; the text buffer generates
+every chunk's extraction, then its answer, then scores the answer's log-probability (its
+confidence for abstaining, the counterpart of the pager's head); the full-context reference (on
+questions whose document fits the window) answers from the whole document and scores its answer
+the same way. Chunks go in calls of `pages.batch_size`. One warm-up question first, so no compile
+is timed; wall time until the answer text exists.
 
 Peak memory: XLA's own account (arguments + outputs + temporaries - aliased) of each compiled
-program a system ran for those questions, and the largest of them. The same measure on CPU, GPU
-and TPU, independent of what else the process holds (a process-wide peak counter would carry the
-first system's peak into the second's).
+program a system ran, and the largest of them. The same measure on CPU, GPU and TPU, independent
+of what else the process holds (a process-wide peak counter would carry the first system's peak
+into the second's).
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from jaxlab.paging import generation, pager as pager_lib, pages
-from jaxlab.paging.text_buffer import TextBuffer
+import numpy as np
+
+from jaxlab.paging import generation, pager as pager_lib, pages, text_buffer
 
 
 def _timed(fn, records) -> list[float]:
@@ -31,26 +38,69 @@ def _timed(fn, records) -> list[float]:
   return out
 
 
-def measure(lm, tokenizer, store: pages.PageStore, graphdef, params, tb: TextBuffer, records, *, template: str,
-            max_pages: int, width: int, num_soft_tokens: int, settings, pad_id: int) -> dict:
-  """{system: {"latency_s": [...], "peak_bytes": int}} over `records`."""
+ALL = ("latent_pager", "text_buffer", "full_context")
 
-  def pager_question(r):
-    states = pages.states_of_chunks(lm, store.chunks(r["document"]), store.settings, pad_id)
-    return pager_lib.answer(lm, tokenizer, graphdef, params, [states], [r["question"]], template, max_pages=max_pages,
-                            width=width, settings=settings, batch_size=1)
 
-  def text_question(r):
-    return dataclasses.replace(tb, answer_batch_size=1).answer([r])  # a fresh, empty buffer cache
+def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, records, systems=ALL) -> dict:
+  """{system: {"latency_s": [...], "ids": [...], "peak_bytes": int}} over `records` (the full
+  context on those whose document fits, when `eval.full_context`)."""
+  lm, tok, store, c = setup.lm, setup.tokenizer, setup.store, config
+  latency, ids, peak = {}, {}, {}
 
-  latency = {"latent_pager": _timed(pager_question, records), "text_buffer": _timed(text_question, records)}
-  peak = {
-      "latent_pager": max(pages.forward_bytes(lm, store.settings),
-                          pager_lib.soft_bytes(graphdef, params, 1, max_pages, len(store.settings.hidden_layers),
-                                               lm.cfg.hidden_size),
-                          generation.generate_bytes(lm, settings, 1, width, num_soft_tokens)),
-      "text_buffer": max(generation.generate_bytes(lm, tb.extract_settings, store.settings.batch_size,
-                                                   tb.extract_width, 0),
-                         generation.generate_bytes(lm, settings, 1, tb.answer_width, 0)),
-  }
-  return {s: {"latency_s": latency[s], "peak_bytes": peak[s]} for s in latency}
+  if "latent_pager" in systems:
+    graphdef, params = trained["graphdef"], trained["params"]
+
+    class Fresh(pager_lib.Documents):
+      """One document's inputs computed from its text now (pooled: the LM over its chunks)."""
+
+      def __init__(self, document):
+        self.kind, self.store = c.pager.encoder, store
+        chunks = store.chunks(document)
+        self.items = [pages.states_of_chunks(lm, chunks, store.settings, setup.pad) if self.kind == "pooled"
+                      else chunks]
+
+    def pager_question(r):
+      return pager_lib.answer(lm, tok, graphdef, params, Fresh(r["document"]), [0], [r["question"]], c.prompts.pager,
+                              max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
+                              batch_size=1, abstain=setup.abstain)
+
+    latency["latent_pager"], ids["latent_pager"] = _timed(pager_question, records), [r["id"] for r in records]
+    peak["latent_pager"] = _pager_peak(setup, config, trained)
+  if "text_buffer" in systems:
+    one = dataclasses.replace(tb, answer_batch_size=1)
+
+    def text_question(r):
+      one.buffers = {}  # nothing cached: every extraction is generated again
+      return one.answer([r])
+
+    latency["text_buffer"], ids["text_buffer"] = _timed(text_question, records), [r["id"] for r in records]
+    peak["text_buffer"] = max(generation.generate_bytes(lm, tb.extract_settings, store.settings.batch_size,
+                                                        tb.extract_width, 0),
+                              generation.generate_bytes(lm, setup.settings, 1, tb.answer_width, 0))
+  if "full_context" in systems and c.eval.full_context:
+    fits = [r for r in records if text_buffer.fits(tok, r, c.prompts.answer, setup.settings, c.model.context_tokens)]
+    if len(fits) >= 2:
+      latency["full_context"] = _timed(lambda r: text_buffer.full_context(
+          lm, tok, [r], c.prompts.answer, setup.settings, c.model.context_tokens, 1, setup.abstain), fits)
+      ids["full_context"] = [r["id"] for r in fits]
+  return {s: {"latency_s": latency[s], "ids": ids[s], **({"peak_bytes": peak[s]} if s in peak else {})}
+          for s in latency}
+
+
+def _pager_peak(setup, config, trained) -> int:
+  lm, store, c = setup.lm, setup.store, config
+  graphdef, params = trained["graphdef"], trained["params"]
+  if c.pager.encoder == "pooled":
+    inputs = dict(zip(("states", "page_mask"), pages.batch_pages(
+        [np.zeros((1, len(store.settings.hidden_layers), lm.cfg.hidden_size), np.float32)], trained["max_pages"])))
+  else:
+    inputs = pager_lib.chunk_inputs([[[setup.pad]]], trained["max_pages"], store.settings.chunk_tokens, setup.pad)
+  soft = np.asarray(pager_lib.soft_tokens(graphdef, params, lm, inputs))
+  out = [pager_lib.soft_bytes(graphdef, params, lm, inputs),
+         generation.generate_bytes(lm, setup.settings, 1, trained["q_width"], soft.shape[1])]
+  if c.pager.encoder == "pooled":
+    out.append(pages.forward_bytes(lm, store.settings))
+  ids = np.zeros((1, trained["q_width"]), np.int32)
+  if c.sufficiency.enabled:
+    out.append(pager_lib.confidence_bytes(graphdef, params, lm, soft.astype(lm.dtype), ids, ids.astype(bool)))
+  return max(out)

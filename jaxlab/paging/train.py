@@ -1,36 +1,38 @@
-"""Training the pager on the frozen LM (issue 8, "Training and evaluation"; latent-pager.md,
-"Training Dynamics").
+"""QA fine-tuning of the pager on the frozen LM (issue 13, "QA fine-tuning at a real scale";
+latent-pager.md, "Training Dynamics"), on the shared training pieces of `jaxlab.core.train`.
 
 Only the pager's parameters enter the optimizer (optax AdamW, linear warmup then cosine decay to
 0.1x, global-norm clipping, as published); the LM's state is an argument under `stop_gradient`.
-Batches hold `train.batch_size` questions (the published run used one), padded pages and padded
-text with masks; rows are sharded over the mesh (data parallel), parameters replicated. The step
-key is fold_in(seed, step), and the epoch order a function of (seed, epoch), so a resumed run
-repeats the same steps.
+A row is one document's soft tokens and up to `train.questions_per_row` of its questions (the
+published run used one question per step); rows are sharded over the mesh's batch axes (data x
+fsdp), parameters replicated (the pager is small). The step key is fold_in(seed, step) and the
+epoch order a function of (seed, epoch), so a resumed run repeats the same steps.
 
-After every epoch: the validation loss (teacher forced) and validation token-F1 (greedy answers
-with the shared generation settings), then an Orbax checkpoint of the latest state (for resuming)
-and, when validation F1 is the best so far, of the pager alone. The kept model is the best by
-validation F1, never by validation loss (the published run's val loss fell until epoch 8 while
-its F1 peaked at epoch 2). Restore order on resume: the fingerprint, then the epoch and history,
-then params and optimizer state into the structure of a freshly built state.
+`train.steps` (when > 0) replaces `train.epochs` x the rows per epoch as the length of the run.
+Every `train.eval_every` steps (0: at the end of each epoch): the validation loss (teacher
+forced) and validation token-F1 (greedy answers with the shared generation settings; an
+unanswerable question's gold answer is the abstain string), then one checkpoint holding the
+params and optimizer state by name, with the history in its metadata. One manager keeps the
+latest (for resuming) and the best by validation F1 (never validation loss: the published run's
+val F1 peaked at epoch 2 while its val loss reached its minimum at epoch 3 and stayed within
+0.01 of it to epoch 10). Restore order on resume: the metadata (its fingerprint must match),
+then the state into the abstract target of a freshly built one, then the loop's position.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
-import math
 from pathlib import Path
 
 import jax
 import numpy as np
 import optax
-import orbax.checkpoint as ocp
 from flax import nnx
 from tqdm.auto import tqdm
 
-from jaxlab.core import checkpoint, mesh as mesh_lib
+from jaxlab.core import mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import to_dict
 from jaxlab.paging import metrics, pager as pager_lib
 
@@ -52,24 +54,51 @@ def _optimizer(lr, warmup, total, weight_decay, clip_norm):
   return optax.flatten(tx), schedule
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx"), donate_argnames=("params", "opt_state"))
-def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx):
-  loss, grads = jax.value_and_grad(pager_lib.loss_fn)(params, graphdef, lm_graphdef, lm_state, batch, key)
+@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "suff_weight"),
+                   donate_argnames=("params", "opt_state"))
+def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, suff_weight):
+  loss, grads = jax.value_and_grad(pager_lib.loss_fn)(params, graphdef, lm_graphdef, lm_state, batch, key,
+                                                       suff_weight)
   updates, opt_state = tx.update(grads, opt_state, params)
   return optax.apply_updates(params, updates), opt_state, loss, optax.tree.norm(grads)
 
 
-class Examples:
-  """A split's questions as pager inputs: stored pooled states and (prompt, answer + EOS) ids."""
+@dataclasses.dataclass
+class Split:
+  """A split as pager rows: the documents' inputs, and per row its document and questions as
+  (prompt ids, answer ids + EOS, answerable); `records[i]` is row i's first question."""
 
-  def __init__(self, records, states, tokenizer, template: str, eos_id: int):
-    self.records, self.states = records, states
-    self.texts = [pager_lib.target_ids(tokenizer, template, r["question"], r["gold_answer"], eos_id)
-                  for r in records]
+  docs: pager_lib.Documents
+  texts: list[list[tuple[list[int], list[int], bool]]]
+  records: list[dict]
 
-  def batch(self, rows, max_pages: int, width: int, pad_id: int) -> dict:
-    return pager_lib.make_batch([self.states[i] for i in rows], [self.texts[i] for i in rows],
-                                max_pages, width, pad_id)
+  @classmethod
+  def of(cls, records, docs_for, tokenizer, template: str, eos_id: int, per_row: int, abstain: str):
+    """Questions grouped by document (in order of first appearance), `per_row` per row."""
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+      groups.setdefault(r["document"], []).append(r)
+    rows = [g[i:i + per_row] for g in groups.values() for i in range(0, len(g), per_row)]
+    texts = [[(*pager_lib.target_ids(tokenizer, template, r["question"], r["gold_answer"], eos_id),
+               bool(r.get("answerable", True))) for r in row] for row in rows]
+    return cls(docs_for([row[0]["document"] for row in rows]), texts, [row[0] for row in rows])
+
+  def batch(self, rows, max_pages: int, width: int, pad_id: int, per_row: int) -> dict:
+    return pager_lib.make_batch(self.docs.batch(rows, max_pages), [self.texts[i] for i in rows], width, pad_id,
+                                per_row)
+
+  def width(self, per_row: int) -> int:
+    """The longest row, rounded up to a multiple of 8."""
+    n = max(sum(len(p) + len(a) for p, a, _ in t[:per_row]) for t in self.texts)
+    return -(-n // 8) * 8
+
+
+def shard_batch(tree, mesh):
+  """Host NumPy rows (identical on every process) -> global arrays split over the training mesh's
+  batch axes (data x fsdp, `core.mesh.RULES["batch"]`)."""
+  sharding = jax.sharding.NamedSharding(mesh, mesh_lib.spec_of(("batch",)))
+  return jax.tree.map(lambda x: jax.make_array_from_callback(np.shape(x), sharding, lambda i, x=np.asarray(x): x[i]),
+                      tree)
 
 
 def epoch_rows(n: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
@@ -77,95 +106,123 @@ def epoch_rows(n: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarra
   return [order[i * batch_size:(i + 1) * batch_size] for i in range(n // batch_size)]
 
 
-def validation_loss(params, graphdef, lm_graphdef, lm_state, val: Examples, batch_size, max_pages, width, pad_id, mesh):
+def validation_loss(params, graphdef, lm_graphdef, lm_state, val: Split, batch_size, max_pages, width, pad_id, mesh):
   total, count = 0.0, 0.0
-  n = len(val.records)
+  n = len(val.texts)
   for s in range(0, n, batch_size):
     rows = [(s + i) % n for i in range(batch_size)]
     real = np.arange(batch_size) < min(batch_size, n - s)
-    batch = mesh_lib.shard_rows(val.batch(rows, max_pages, width, pad_id), mesh)
+    batch = shard_batch(val.batch(rows, max_pages, width, pad_id, 1), mesh)
     sums, counts = jax.device_get(pager_lib.eval_ce(params, graphdef, lm_graphdef, lm_state, batch))
     total, count = total + float(np.sum(sums[real])), count + float(np.sum(counts[real]))
   return total / max(count, 1.0)
 
 
-def _flat(tree) -> dict:
-  return {str(i): np.asarray(x) for i, x in enumerate(jax.tree.leaves(jax.device_get(tree)))}
+def validation_f1(lm, tokenizer, graphdef, params, val: Split, config, *, max_pages, q_width, settings, abstain):
+  answers, _ = pager_lib.answer(lm, tokenizer, graphdef, params, val.docs, list(range(len(val.records))),
+                                [r["question"] for r in val.records], config.prompts.pager, max_pages=max_pages,
+                                width=q_width, settings=settings, batch_size=config.eval.batch_size, abstain=abstain)
+  return float(np.mean([metrics.token_f1(a, r["gold_answer"]) for a, r in zip(answers, val.records)]))
 
 
-def _unflat(like, saved: dict, sharding):
-  leaves = [np.asarray(saved[str(i)]) for i in range(len(saved))]
-  return jax.device_put(jax.tree.unflatten(jax.tree.structure(like), leaves), sharding)
+FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", "train", "prompts", "generation")
 
 
-def _bytes(text: str) -> np.ndarray:
-  return np.frombuffer(text.encode(), np.uint8).copy()
-
-
-def fit(config, workdir: Path, lm, tokenizer, train: Examples, val: Examples, *, max_pages: int, width: int,
-        q_width: int, settings, pad_id: int, mesh) -> tuple[object, dict, list[dict]]:
-  """Trains (or resumes) the pager; returns its graphdef, the best-by-val-F1 params and the history."""
+def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_pages: int, q_width: int, settings,
+        pad_id: int, mesh, abstain=None, init_params=None) -> tuple[object, object, list[dict]]:
+  """Trains (or resumes) the pager; returns its graphdef, the best-by-val-F1 params and the history.
+  `init_params`: a pretrained encoder's parameters to start from (see `pretrain`)."""
   t = config.train
+  per_row = t.questions_per_row
   if t.batch_size % mesh.size:
     raise ValueError(f"train.batch_size={t.batch_size} must be a multiple of the {mesh.size} devices")
-  per_epoch = len(train.records) // t.batch_size
+  per_epoch = len(train.texts) // t.batch_size
   if per_epoch == 0:
-    raise ValueError(f"{len(train.records)} training questions are fewer than train.batch_size={t.batch_size}")
+    raise ValueError(f"{len(train.texts)} training rows are fewer than train.batch_size={t.batch_size}")
+  total = t.steps or per_epoch * t.epochs
+  eval_every = t.eval_every or per_epoch
+  width = max(train.width(per_row), val.width(1))
   replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   lm_graphdef, lm_state = nnx.split(lm)
-  d_lm = lm.cfg.hidden_size
-  graphdef, params = nnx.split(pager_lib.build(config, len(config.pages.hidden_layers), d_lm))
+  graphdef, params = nnx.split(pager_lib.build(config, lm))
+  if init_params is not None:
+    params = load_into(params, init_params)
   params = jax.device_put(params, replicated)
-  tx, schedule = optimizer(config, per_epoch * t.epochs)
+  tx, schedule = optimizer(config, total)
   opt_state = jax.device_put(tx.init(params), replicated)
-  key = checkpoint.fingerprint({k: to_dict(config)[k] for k in ("seed", "model", "data", "pages", "pager", "train",
-                                                                 "prompts", "generation")})
-  ckpt = Path(workdir).absolute() / "checkpoints"
-  latest, best = checkpoint.manager(ckpt / "latest"), checkpoint.manager(ckpt / "best")
+  fingerprint = train_lib.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS if k in config})
+  ckpt = train_lib.Checkpoints(Path(workdir) / "checkpoints", fingerprint, best="selection")
   history, start = [], 0
-  if latest.latest_step() is not None:
-    saved = latest.restore(latest.latest_step(), args=ocp.args.StandardRestore())
-    if bytes(np.asarray(saved["key"])).decode() != key:
-      raise RuntimeError(f"{workdir} holds checkpoints of another pager run; use a new --workdir")
-    start = int(saved["epoch"])
-    history = json.loads(bytes(np.asarray(saved["history"])).decode())
-    params, opt_state = _unflat(params, saved["params"], replicated), _unflat(opt_state, saved["opt_state"], replicated)
+  if ckpt.latest_step() is not None:
+    state, meta = ckpt.restore(train_lib.abstract_like({"params": params, "opt_state": opt_state}))
+    params, opt_state = state["params"], state["opt_state"]
+    start, history = meta["step"], meta["history"]
 
   # Dropout keys use the "rbg" generator (XLA's RngBitGenerator): the same stream for a given seed,
   # and far less to compile than threefry, which inlines every draw into the step.
   root = jax.random.key(config.seed, impl="rbg")
+  suff_weight = float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0
   lead = jax.process_index() == 0
-  for epoch in range(start, t.epochs):
-    losses = []
-    bar = tqdm(epoch_rows(len(train.records), t.batch_size, config.seed, epoch), desc=f"epoch {epoch + 1}/{t.epochs}",
-               unit="step", disable=not lead, leave=False)
-    for i, rows in enumerate(bar):
-      step = epoch * per_epoch + i
-      batch = mesh_lib.shard_rows(train.batch(rows, max_pages, width, pad_id), mesh)
+  log = train_lib.Metrics(workdir, "train_log")
+  bar = tqdm(total=total, initial=start, desc="pager", unit="step", disable=not lead)
+  losses = []
+  with train_lib.Preemption() as preempt:
+    order = {}
+    for step in range(start, total):
+      epoch, i = divmod(step, per_epoch)
+      if epoch not in order:
+        order = {epoch: epoch_rows(len(train.texts), t.batch_size, config.seed, epoch)}
+      rows = order[epoch][i]
+      batch = shard_batch(train.batch(rows, max_pages, width, pad_id, per_row), mesh)
       params, opt_state, loss, gnorm = train_step(params, opt_state, lm_state, batch, jax.random.fold_in(root, step),
-                                                  graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx)
-      loss = float(loss)
-      if not (math.isfinite(loss) and math.isfinite(float(gnorm))):
-        raise FloatingPointError(f"pager training diverged at step {step + 1}: loss={loss}, gradient norm={float(gnorm)}")
-      losses.append(loss)
-      bar.set_postfix(loss=f"{loss:.3f}")
-    val_loss = validation_loss(params, graphdef, lm_graphdef, lm_state, val, t.batch_size, max_pages, width, pad_id, mesh)
-    answers = pager_lib.answer(lm, tokenizer, graphdef, params, val.states, [r["question"] for r in val.records],
-                               config.prompts.pager, max_pages=max_pages, width=q_width, settings=settings,
-                               batch_size=config.eval.batch_size)
-    val_f1 = float(np.mean([metrics.token_f1(a, r["gold_answer"]) for a, r in zip(answers, val.records)]))
-    history.append({"epoch": epoch + 1, "train_loss": float(np.mean(losses)), "val_loss": val_loss, "val_f1": val_f1,
-                    "lr": float(schedule((epoch + 1) * per_epoch - 1))})
-    if lead:
-      print(json.dumps(history[-1]))
-    if val_f1 > max((h["val_f1"] for h in history[:-1]), default=-1.0):
-      best.save(epoch + 1, args=ocp.args.StandardSave({"params": _flat(params)}))
-      best.wait_until_finished()
-    latest.save(epoch + 1, args=ocp.args.StandardSave({
-        "key": _bytes(key), "epoch": np.int64(epoch + 1), "history": _bytes(json.dumps(history)),
-        "params": _flat(params), "opt_state": _flat(opt_state)}))
-    latest.wait_until_finished()
-  saved = best.restore(best.latest_step(), args=ocp.args.StandardRestore())
-  latest.close()
-  best.close()
-  return graphdef, _unflat(params, saved["params"], replicated), history
+                                                  graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx,
+                                                  suff_weight=suff_weight)
+      train_lib.check_finite(step + 1, loss=loss, grad_norm=gnorm)
+      losses.append(float(loss))
+      bar.update(1)
+      bar.set_postfix(loss=f"{losses[-1]:.3f}")
+      done = step + 1
+      if done % eval_every and done != total:
+        if preempt.should_stop():
+          break  # mid-interval: the last checkpoint stands; the same command resumes from it
+        continue
+      val_loss = validation_loss(params, graphdef, lm_graphdef, lm_state, val, t.batch_size, max_pages, width, pad_id,
+                                 mesh)
+      val_f1 = validation_f1(lm, tokenizer, graphdef, params, val, config, max_pages=max_pages, q_width=q_width,
+                             settings=settings, abstain=abstain)
+      record = {"step": done, "epoch": done / per_epoch, "train_loss": float(np.mean(losses)), "val_loss": val_loss,
+                "val_f1": val_f1, "lr": float(schedule(done - 1)), "questions": done * t.batch_size * per_row}
+      if t.eval_every == 0:
+        record["epoch"] = done // per_epoch
+      history.append(record)
+      losses = []
+      log.write(done, **{k: v for k, v in record.items() if k != "step"})
+      if lead:
+        bar.write(json.dumps(record))
+      ckpt.save(done, {"params": params, "opt_state": opt_state}, metrics=selection(val_f1, done), history=history)
+      if preempt.should_stop():
+        break
+  bar.close()
+  log.close()
+  state, _ = ckpt.restore(train_lib.abstract_like({"params": params, "opt_state": opt_state}), step=ckpt.best_step())
+  ckpt.close()
+  return graphdef, state["params"], history
+
+
+def selection(val_f1: float, step: int) -> dict:
+  """The checkpoint metrics: validation F1, and the score the best checkpoint is kept by, which
+  breaks ties toward the earlier step (Orbax's best policy keeps the later one). The offset is far
+  below any difference of two F1 means over a validation set."""
+  return {"val_f1": val_f1, "selection": val_f1 - 1e-12 * step}
+
+
+def load_into(params, pretrained: dict):
+  """`params` with every leaf that a pretrained state holds (by path) replaced by its value."""
+  flat = dict(nnx.to_flat_state(params))
+  for path, value in pretrained.items():
+    if path not in flat:
+      raise ValueError(f"the pretrained encoder has {'/'.join(map(str, path))}, which this pager does not")
+    if tuple(flat[path].shape) != tuple(np.shape(value)):
+      raise ValueError(f"{'/'.join(map(str, path))}: pretrained shape {np.shape(value)} != {flat[path].shape}")
+    flat[path] = flat[path].replace(np.asarray(value, flat[path].dtype))
+  return nnx.from_flat_state(flat)

@@ -1,0 +1,114 @@
+"""The pager's trainable model, one per `pager.encoder` (issue 13, "Page encoders"): chunks ->
+pages -> soft tokens, plus the task markers of pretraining and the sufficiency head.
+
+- `pooled` (the published design, the reproduction arm): the stored pooled states of each chunk
+  (one vector per chosen layer) -> `modules.Pager` (PageCompressor, then a PageAggregator with
+  `num_soft_tokens` learned queries). Built first from `nnx.Rngs(seed)`, exactly as before, so the
+  arm's initialisation and results do not change.
+- `slots`: every token state of the chosen layers -> `encoders.SlotEncoder` -> `slots_per_chunk`
+  pages per chunk, in the LM's embedding space.
+- `icae`: the frozen LM itself, with LoRA adapters, reads each chunk followed by m memory tokens;
+  the memory tokens' final states are the pages (`encoders.IcaeEncoder`).
+
+For `slots` and `icae` the pages become soft tokens either directly (`pager.depth = 0`: every page
+of every chunk, in reading order) or through a PageAggregator of `pager.depth` layers and
+`num_soft_tokens` queries. Directly, documents have different page counts, and a padded page
+must not change the answer: the real pages are right-aligned (the last page sits just before the
+question, whatever the document's length) and the padded positions hold a learned null page, the
+same in training and generation, so the LM never sees a mask it was not trained with.
+
+`marks` are two learned embeddings, the [AE] and [LM] task markers of pretraining (ICAE's): after
+a chunk's pages, [AE] asks the frozen LM to regenerate that chunk; after earlier chunks' pages,
+[LM] asks it to continue with the next chunk.
+
+`SufficiencyHead`: a probe on the soft tokens (their mean) and on the frozen LM's final hidden
+state at the last question token (after reading the soft tokens and the question, where the
+answer would start), giving the logit that the pages hold the question's answer. It must see the
+question: one document has answerable and unanswerable questions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxlab.paging import encoders, modules
+
+ENCODERS = ("pooled", "slots", "icae")
+
+
+class SufficiencyHead(nnx.Module):
+  def __init__(self, d: int, hidden: int, *, rngs: nnx.Rngs):
+    self.norm = nnx.LayerNorm(2 * d, epsilon=modules.LN_EPS, rngs=rngs)
+    self.fc1 = nnx.Linear(2 * d, hidden, rngs=rngs)
+    self.fc2 = nnx.Linear(hidden, 1, rngs=rngs)
+
+  def __call__(self, soft_mean, state):
+    """soft_mean (..., D), state (..., D) -> logits (...)."""
+    x = self.norm(jnp.concatenate([soft_mean, state], axis=-1).astype(jnp.float32))
+    return self.fc2(jax.nn.gelu(self.fc1(x)))[..., 0]
+
+
+class PagerModel(nnx.Module):
+  def __init__(self, config, d_lm: int, embed_rms: float, lm=None):
+    p, pages = config.pager, config.pages
+    self.kind = p.encoder
+    num_layers = len(pages.hidden_layers)
+    if p.encoder == "pooled":
+      self.pooled = modules.Pager(num_layers, d_lm, compressor_hidden=p.compressor_hidden, d_page=p.d_page,
+                                  num_soft_tokens=p.num_soft_tokens, depth=p.depth, heads=p.heads, ffn=p.ffn,
+                                  dropout_rate=p.dropout, rngs=nnx.Rngs(config.seed))
+    rngs = nnx.Rngs(config.seed + 1)
+    self.hidden_layers = tuple(pages.hidden_layers)
+    if p.encoder == "slots":
+      self.encoder = encoders.SlotEncoder(num_layers, d_lm, pages.chunk_tokens, p.slots_per_chunk, p.encoder_depth,
+                                          p.heads, p.ffn, p.dropout, embed_rms, rngs=rngs)
+    elif p.encoder == "icae":
+      self.encoder = encoders.IcaeEncoder(lm, p.slots_per_chunk, p.lora_rank, embed_rms, rngs=rngs)
+    if p.encoder != "pooled":
+      if p.depth > 0:
+        self.aggregator = modules.PageAggregator(d_lm, d_lm, p.num_soft_tokens, p.depth, p.heads, p.ffn, p.dropout,
+                                                 rngs=rngs)
+      else:
+        self.null = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (p.slots_per_chunk, d_lm)))
+      self.marks = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (2, d_lm)))
+    if config.sufficiency.enabled:
+      self.sufficiency = SufficiencyHead(d_lm, config.sufficiency.hidden, rngs=rngs)
+
+  def pages(self, lm, inputs, key=None):
+    """Pages (B, P, m, D) and the page mask (B, P) of chunk inputs (slots and icae): chunk ids and
+    masks (B, P, C). `lm` is the frozen LM, merged from a state under stop_gradient."""
+    ids, mask = inputs["chunk_ids"], inputs["chunk_mask"]
+    if self.kind == "icae":
+      return self.encoder(lm, ids, mask), mask.any(-1)
+    b, p, c = ids.shape
+    _, states = lm(ids.reshape(b * p, c), mask.reshape(b * p, c), hidden_layers=self.hidden_layers)
+    states = jnp.stack(states, axis=2).reshape(b, p, c, len(self.hidden_layers), -1)
+    return self.encoder(states, mask, key), mask.any(-1)
+
+  def soft_from_pages(self, pages, page_mask, key=None):
+    """Pages (B, P, m, D) -> soft tokens (B, K, D)."""
+    b, p, m, d = pages.shape
+    if hasattr(self, "aggregator"):
+      return self.aggregator(pages.reshape(b, p * m, d), jnp.repeat(page_mask, m, axis=1), key)
+    n = jnp.sum(page_mask, axis=1)
+    # Right-align the real pages: output page j shows page j - (P - n); earlier positions are null.
+    src = (jnp.arange(p)[None] - (p - n)[:, None]) % p
+    aligned = jnp.take_along_axis(pages, src[:, :, None, None], axis=1)
+    real = jnp.arange(p)[None] >= (p - n)[:, None]
+    aligned = jnp.where(real[:, :, None, None], aligned, self.null[...].astype(pages.dtype))
+    return aligned.reshape(b, p * m, d)
+
+  def soft_tokens(self, lm, inputs, key=None):
+    """Soft tokens (B, K, D) for a batch of documents (`inputs` as `pager.document_inputs` makes)."""
+    if self.kind == "pooled":
+      return self.pooled(inputs["states"], inputs["page_mask"], key)  # stored states: no LM call
+    k1, k2 = (None, None) if key is None else jax.random.split(key)
+    pages, page_mask = self.pages(lm, inputs, k1)
+    return self.soft_from_pages(pages, page_mask, k2)
+
+  def confidence(self, soft, state):
+    """Sufficiency logits from soft tokens (B, K, D) and LM states at the question's end (B, Q, D)."""
+    mean = jnp.mean(soft.astype(jnp.float32), axis=1)
+    return self.sufficiency(jnp.broadcast_to(mean[:, None], state.shape), state)
