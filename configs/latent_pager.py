@@ -97,14 +97,19 @@ def cpu():
   c.sufficiency.enabled = True
   c.train.update(dict(epochs=1, batch_size=16, questions_per_row=6, eval_every=50, learning_rate=1e-3,
                       warmup_steps=30, weight_decay=0.01))
+  # Autoencoding and continuation (ICAE's objectives) beside question answering on generated
+  # documents (docs/latent_pager.md says why); the shipped encoder and every frontier point.
+  c.pretrain.update(dict(ae_weight=0.5, continuation_weight=0.25, qa_weight=1.0))
   c.eval.full_context = True
   return c
 
 
 def pretrain():
+  """The encoder that ships in models/latent_pager_slots."""
   c = cpu()
   c.mode = "pretrain"
   c.pager.init = ""
+  c.pretrain.update(dict(steps=1_200, eval_every=200))
   return c
 
 

@@ -432,8 +432,8 @@ def write(workdir: Path) -> Path:
   images += [rc] if rc else []
   curve = report_lib.markdown_table(
       ["step", "questions seen", "train loss", "val loss", "val F1", "lr"],
-      [[h["step"], h.get("questions", ""), f"{h['train_loss']:.4f}", f"{h['val_loss']:.4f}", f"{h['val_f1']:.4f}",
-        f"{h['lr']:.3g}"] for h in history])
+      [[h["step"], h.get("questions", ""), "-" if h["train_loss"] is None else f"{h['train_loss']:.4f}",
+        f"{h['val_loss']:.4f}", f"{h['val_f1']:.4f}", f"{h['lr']:.3g}"] for h in history])
   best = max(history, key=lambda h: (h["val_f1"], -h["step"]))
   examples = report_lib.markdown_table(
       ["type", "answerable", "question", "gold"] + [LABELS[s] for s in systems],

@@ -1,4 +1,4 @@
-"""Page encoders that keep several slots per chunk (issue 13, "Page encoders"): `slots`.
+"""Page encoders that keep several slots per chunk (issue 13, "Page encoders"): `slots` and `icae`.
 
 `SlotEncoder`: a per-chunk cross-attention compressor. The frozen LM reads a chunk once; the
 hidden states of the chosen layers at **every** token (not one pooled vector) are concatenated per
@@ -9,7 +9,11 @@ published aggregator), and a final LayerNorm and linear map put each slot in the
 embedding space, scaled to the RMS of the LM's token embeddings so a slot enters the frozen LM
 at the size a word does. Each chunk becomes `slots_per_chunk` page vectors of width D.
 
-Compression ratio = chunk tokens / slots per chunk (96 / 16 = 6x on `cpu`).
+`IcaeEncoder` (ICAE, Ge et al. 2024, "In-context Autoencoder for Context Compression in a Large
+Language Model"): the frozen LM itself, with LoRA adapters on its attention projections, reads a
+chunk followed by m learned memory tokens; their final states are the chunk's pages.
+
+Compression ratio = chunk tokens / pages per chunk (96 / 16 = 6x on `cpu`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxlab.lm import qwen3
 from jaxlab.paging.modules import LN_EPS, DecoderLayer, _keys
 
 
@@ -46,3 +51,45 @@ class SlotEncoder(nnx.Module):
     # Unit RMS per slot, then the embeddings' RMS: the frozen LM meets a slot at a word's scale.
     pages = pages * jax.lax.rsqrt(jnp.mean(pages * pages, axis=-1, keepdims=True) + 1e-6) * self.scale[...]
     return pages.reshape(*lead, *pages.shape[1:])
+
+
+def lora_adapters(lm, rank: int, key):
+  """Rank-`rank` LoRA adapters (`nnx.LoRAParam`) for every attention projection of `lm`'s layers,
+  as a module of their own: `qwen3.add_lora` applied to an abstract copy of the LM, so the base
+  weights are neither copied nor held (`with_adapters` attaches them to the frozen LM per call)."""
+  shadow = nnx.eval_shape(lambda: qwen3.Qwen3(lm.cfg, dtype=lm.dtype, rngs=nnx.Rngs(0)))
+  qwen3.add_lora(shadow, rank, key)
+  return shadow.model.layers.self_attn.lora
+
+
+def with_adapters(lm, adapters):
+  """A second handle on the frozen LM's arrays with `adapters` attached (the LM itself stays plain)."""
+  adapted = nnx.merge(*nnx.split(lm))
+  adapted.model.layers.self_attn.lora = adapters
+  return adapted
+
+
+class IcaeEncoder(nnx.Module):
+  """ICAE's encoder: the frozen LM with LoRA adapters reads [chunk tokens | m memory tokens]; the
+  memory tokens' final hidden states (after the final norm) are the chunk's m pages. The memory
+  embeddings and the adapters are the trainable parameters; each page is put at the RMS of the
+  LM's token embeddings (times a learned scale), as the slots encoder's are."""
+
+  def __init__(self, lm, slots: int, rank: int, embed_rms: float, *, rngs: nnx.Rngs):
+    self.lora = lora_adapters(lm, rank, rngs.params())
+    self.memory = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (slots, lm.cfg.hidden_size)))
+    self.scale = nnx.Param(jnp.asarray(embed_rms, jnp.float32))
+
+  def __call__(self, lm, ids, mask):
+    """ids, mask (B, P, C) of right-padded chunks -> pages (B, P, m, D). Padding sits between a
+    chunk and its memory tokens, which changes nothing: positions skip it."""
+    b, p, c = ids.shape
+    m, d = self.memory.shape
+    adapted = with_adapters(lm, self.lora)
+    embeds = jnp.concatenate([adapted.embed(ids.reshape(b * p, c)),
+                              jnp.broadcast_to(self.memory[...].astype(adapted.dtype), (b * p, m, d))], axis=1)
+    full = jnp.concatenate([mask.reshape(b * p, c), jnp.ones((b * p, m), bool)], axis=1)
+    _, (h,) = adapted(inputs_embeds=embeds, attention_mask=full, hidden_layers=(-1,))
+    pages = h[:, c:].astype(jnp.float32)
+    pages = pages * jax.lax.rsqrt(jnp.mean(pages * pages, axis=-1, keepdims=True) + 1e-6) * self.scale[...]
+    return pages.reshape(b, p, m, d)

@@ -240,6 +240,14 @@ def compare(config, workdir: Path):
 def run(config, workdir):
   workdir = Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
+  try:
+    return _run(config, workdir)
+  except train.Stopped as stop:
+    print(stop)
+    return None
+
+
+def _run(config, workdir: Path):
   if config.mode == "compare":
     return compare(config, workdir)
   if config.mode == "pretrain":

@@ -21,6 +21,10 @@ same in training and generation, so the LM never sees a mask it was not trained 
 a chunk's pages, [AE] asks the frozen LM to regenerate that chunk; after earlier chunks' pages,
 [LM] asks it to continue with the next chunk.
 
+`bridge` (`pager.decoder_lora_rank` > 0): LoRA adapters of the answering LM, the pager's own,
+attached to the frozen LM whenever it reads soft tokens (training, confidence, generation); the
+text buffer and the full context use the LM without them.
+
 `SufficiencyHead`: a probe on the soft tokens (their mean) and on the frozen LM's final hidden
 state at the last question token (after reading the soft tokens and the question, where the
 answer would start), giving the logit that the pages hold the question's answer. It must see the
@@ -75,6 +79,12 @@ class PagerModel(nnx.Module):
       self.marks = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (2, d_lm)))
     if config.sufficiency.enabled:
       self.sufficiency = SufficiencyHead(d_lm, config.sufficiency.hidden, rngs=rngs)
+    if p.decoder_lora_rank:
+      self.bridge = encoders.lora_adapters(lm, p.decoder_lora_rank, rngs.params())
+
+  def decoder(self, lm):
+    """The LM that answers: the frozen LM, or with the pager's own LoRA bridge attached."""
+    return encoders.with_adapters(lm, self.bridge) if hasattr(self, "bridge") else lm
 
   def pages(self, lm, inputs, key=None):
     """Pages (B, P, m, D) and the page mask (B, P) of chunk inputs (slots and icae): chunk ids and

@@ -113,6 +113,7 @@ def make_batch(inputs: dict, texts: list[list[tuple[list[int], list[int], bool]]
 def text_forward(model, lm, soft, batch):
   """The LM over [soft | text]: (logits at text positions predicting each text token, final
   states at the probe positions or None without a sufficiency head)."""
+  lm = model.decoder(lm)
   soft = soft.astype(lm.dtype)
   k = soft.shape[1]
   embeds = jnp.concatenate([soft, lm.embed(batch["ids"])], axis=1)
@@ -194,7 +195,8 @@ def _confidence_program(graphdef, params, lm, soft, ids, mask):
   lm_graphdef, lm_state = nnx.split(lm)
 
   def fn(params, lm_state, soft, ids, mask):
-    model, lm = nnx.merge(graphdef, params), nnx.merge(lm_graphdef, lm_state)
+    model = nnx.merge(graphdef, params)
+    lm = model.decoder(nnx.merge(lm_graphdef, lm_state))
     embeds = jnp.concatenate([soft.astype(lm.dtype), lm.embed(ids)], axis=1)
     full = jnp.concatenate([jnp.ones(soft.shape[:2], bool), mask], axis=1)
     _, (state,) = lm(inputs_embeds=embeds, attention_mask=full, hidden_layers=(-1,))
@@ -230,14 +232,16 @@ def answer(lm, tokenizer, graphdef, params, docs: Documents, rows: list[int], qu
   head's confidence per question (None without a head). `rows[i]` is question i's document."""
   ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
   out, conf = [], []
-  model_has_head = hasattr(nnx.merge(graphdef, params), "sufficiency")
+  model = nnx.merge(graphdef, params)
+  model_has_head = hasattr(model, "sufficiency")
+  decoder = model.decoder(lm)  # the frozen LM, or with the pager's bridge
   for s in range(0, len(questions), batch_size):
     idx = np.arange(s, s + batch_size)
     idx = np.where(idx < len(questions), idx, s)  # a short last batch repeats its first row
     soft = soft_tokens(graphdef, params, lm, docs.batch([rows[i] for i in idx], max_pages)).astype(lm.dtype)
     if model_has_head:
       conf.append(np.asarray(programs.call(*_confidence_program(graphdef, params, lm, soft, ids[idx], mask[idx]))))
-    tokens = generation.generate_tokens(lm, ids[idx], mask[idx], settings, prefix_embeds=soft)
+    tokens = generation.generate_tokens(decoder, ids[idx], mask[idx], settings, prefix_embeds=soft)
     keep = min(batch_size, len(questions) - s)
     out += generation.decode(tokenizer, tokens, settings, abstain)[:keep]
     if model_has_head:

@@ -34,16 +34,17 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 from tqdm.auto import tqdm
 
 from jaxlab.core import train as train_lib
 from jaxlab.core.config import to_dict
 from jaxlab.data import long_doc_qa
-from jaxlab.paging import pager as pager_lib
-from jaxlab.paging.train import shard_batch
+from jaxlab.paging import pager as pager_lib, pages
+from jaxlab.paging.train import Stopped, shard_batch
 
-PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency")  # the parts pretraining trains and exports
+PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")  # the parts pretraining trains and exports
 
 
 def document_config(config, split: str) -> long_doc_qa.LongDocQAConfig:
@@ -90,9 +91,10 @@ def objectives(params, graphdef, lm_graphdef, lm_state, batch, key, reference: b
   pick = batch["pick"]
   ids, mask = chunk_targets(batch, pick)
   w = mask.astype(jnp.float32)
-  ae_ce, hits = _decode_ce(lm, pages[rows, pick], model.marks[0], ids, mask)
+  decoder = model.decoder(lm)
+  ae_ce, hits = _decode_ce(decoder, pages[rows, pick], model.marks[0], ids, mask)
   before = page_mask & (jnp.arange(page_mask.shape[1])[None] < pick[:, None])
-  lm_ce, _ = _decode_ce(lm, model.soft_from_pages(pages, before, k2), model.marks[1], ids, mask)
+  lm_ce, _ = _decode_ce(decoder, model.soft_from_pages(pages, before, k2), model.marks[1], ids, mask)
   qa_sums, qa_counts, suff = pager_lib.qa_ce(model, lm, model.soft_from_pages(pages, page_mask, k3), batch)
   out = (jnp.sum(ae_ce * w, 1), jnp.sum(lm_ce * w, 1), jnp.sum(w, 1), jnp.sum(hits * w, 1),
          jnp.all(hits | ~mask, axis=1).astype(jnp.float32), qa_sums, qa_counts)
@@ -230,9 +232,12 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
   bar.close()
   log.close()
   ckpt.close()
-  if history and history[-1]["step"] == p.steps and lead:
+  if not history or history[-1]["step"] != p.steps:
+    raise Stopped(f"pretraining stopped at step {history[-1]['step'] if history else 0} of {p.steps} (SIGTERM); "
+                  "the same command resumes")
+  if lead:
     export(nnx.merge(graphdef, params), config, Path(workdir) / "encoder", history)
-  return {"history": history, "finished": bool(history) and history[-1]["step"] == p.steps}
+  return {"history": history, "finished": True}
 
 
 def pretrained_state(model) -> dict:
@@ -242,18 +247,23 @@ def pretrained_state(model) -> dict:
 
 
 def export(model, config, folder: Path, history: list[dict]) -> Path:
-  """The encoder as a folder: `encoder.safetensors` (names are the parameter paths), the exact
-  config (`config.json`) and the pretraining log (`history.json`)."""
+  """The encoder as a folder: `encoder.safetensors` (names are the parameter paths; metadata: a
+  hash of the LM's files it was trained on), the exact config (`config.json`) and the
+  pretraining log (`history.json`)."""
   folder.mkdir(parents=True, exist_ok=True)
   tensors = {"/".join(map(str, path)): np.ascontiguousarray(v) for path, v in pretrained_state(model).items()}
-  save_file(tensors, str(folder / "encoder.safetensors"))
+  save_file(tensors, str(folder / "encoder.safetensors"),
+            metadata={"lm_fingerprint": pages.model_fingerprint(config.model.path)})
   (folder / "config.json").write_text(json.dumps(to_dict(config), indent=1, sort_keys=True) + "\n")
   (folder / "history.json").write_text(json.dumps(history, indent=1) + "\n")
   return folder
 
 
-ENCODER_FIELDS = {"pager": ("encoder", "slots_per_chunk", "encoder_depth", "heads", "ffn", "lora_rank", "depth"),
-                  "pages": ("hidden_layers", "chunk_tokens")}
+# What fixes an encoder's meaning beyond its parameter shapes (which `train.load_into` checks).
+ENCODER_FIELDS = {"slots": ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "pages.hidden_layers",
+                            "pages.chunk_tokens"),
+                  "icae": ("pager.slots_per_chunk", "pager.lora_rank")}
+COMMON_FIELDS = ("pager.encoder", "pager.depth", "pager.decoder_lora_rank")
 
 
 def load(folder, config) -> dict:
@@ -262,13 +272,17 @@ def load(folder, config) -> dict:
   path = folder / "encoder.safetensors"
   if not path.is_file():
     raise FileNotFoundError(f"{path}: no exported encoder (run configs/latent_pager.py:pretrain first)")
-  made = json.loads((folder / "config.json").read_text())
-  for section, fields in ENCODER_FIELDS.items():
-    for f in fields:
-      ours, theirs = to_dict(config)[section].get(f), made[section].get(f)
-      if isinstance(ours, (list, tuple)):
-        ours, theirs = list(ours), list(theirs or [])
-      if ours != theirs:
-        raise ValueError(f"{folder}: encoder made with {section}.{f}={theirs!r}, this config has {ours!r}")
+  with safe_open(str(path), framework="numpy") as f:
+    lm_key = (f.metadata() or {}).get("lm_fingerprint")
+  if lm_key != pages.model_fingerprint(config.model.path):
+    raise ValueError(f"{folder}: the encoder was trained on another LM than {config.model.path}")
+  made, ours = json.loads((folder / "config.json").read_text()), to_dict(config)
+  for field in COMMON_FIELDS + ENCODER_FIELDS.get(config.pager.encoder, ()):
+    section, name = field.split(".")
+    a, b = ours[section].get(name), made[section].get(name)
+    if isinstance(a, (list, tuple)):
+      a, b = list(a), list(b or [])
+    if a != b:
+      raise ValueError(f"{folder}: encoder made with {field}={b!r}, this config has {a!r}")
   return {tuple(int(p) if p.isdigit() else p for p in name.split("/")): value
           for name, value in load_file(str(path)).items()}

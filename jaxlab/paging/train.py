@@ -166,7 +166,27 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
   log = train_lib.Metrics(workdir, "train_log")
   bar = tqdm(total=total, initial=start, desc="pager", unit="step", disable=not lead)
   losses = []
+
+  def evaluate(done):
+    val_loss = validation_loss(params, graphdef, lm_graphdef, lm_state, val, t.batch_size, max_pages, width, pad_id,
+                               mesh)
+    val_f1 = validation_f1(lm, tokenizer, graphdef, params, val, config, max_pages=max_pages, q_width=q_width,
+                           settings=settings, abstain=abstain)
+    record = {"step": done, "epoch": done / per_epoch, "train_loss": float(np.mean(losses)) if losses else None,
+              "val_loss": val_loss, "val_f1": val_f1, "lr": float(schedule(max(done - 1, 0))),
+              "questions": done * t.batch_size * per_row}
+    if t.eval_every == 0:
+      record["epoch"] = done // per_epoch
+    history.append(record)
+    losses.clear()
+    log.write(done, **{k: v for k, v in record.items() if k != "step"})
+    if lead:
+      bar.write(json.dumps(record))
+    ckpt.save(done, {"params": params, "opt_state": opt_state}, metrics=selection(val_f1, done), history=history)
+
   with train_lib.Preemption() as preempt:
+    if start == 0 and init_params is not None and not history:
+      evaluate(0)  # the pretrained encoder as it ships: kept if fine-tuning never beats it on validation
     order = {}
     for step in range(start, total):
       epoch, i = divmod(step, per_epoch)
@@ -186,27 +206,22 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
         if preempt.should_stop():
           break  # mid-interval: the last checkpoint stands; the same command resumes from it
         continue
-      val_loss = validation_loss(params, graphdef, lm_graphdef, lm_state, val, t.batch_size, max_pages, width, pad_id,
-                                 mesh)
-      val_f1 = validation_f1(lm, tokenizer, graphdef, params, val, config, max_pages=max_pages, q_width=q_width,
-                             settings=settings, abstain=abstain)
-      record = {"step": done, "epoch": done / per_epoch, "train_loss": float(np.mean(losses)), "val_loss": val_loss,
-                "val_f1": val_f1, "lr": float(schedule(done - 1)), "questions": done * t.batch_size * per_row}
-      if t.eval_every == 0:
-        record["epoch"] = done // per_epoch
-      history.append(record)
-      losses = []
-      log.write(done, **{k: v for k, v in record.items() if k != "step"})
-      if lead:
-        bar.write(json.dumps(record))
-      ckpt.save(done, {"params": params, "opt_state": opt_state}, metrics=selection(val_f1, done), history=history)
+      evaluate(done)
       if preempt.should_stop():
         break
   bar.close()
   log.close()
+  if not history or history[-1]["step"] != total:
+    ckpt.close()
+    raise Stopped(f"pager training stopped at step {history[-1]['step'] if history else 0} of {total} (SIGTERM); "
+                  "the same command resumes")
   state, _ = ckpt.restore(train_lib.abstract_like({"params": params, "opt_state": opt_state}), step=ckpt.best_step())
   ckpt.close()
   return graphdef, state["params"], history
+
+
+class Stopped(Exception):
+  """Training was asked to stop (SIGTERM) and saved; the same command resumes it."""
 
 
 def selection(val_f1: float, step: int) -> dict:
@@ -222,7 +237,8 @@ def load_into(params, pretrained: dict):
   for path, value in pretrained.items():
     if path not in flat:
       raise ValueError(f"the pretrained encoder has {'/'.join(map(str, path))}, which this pager does not")
-    if tuple(flat[path].shape) != tuple(np.shape(value)):
-      raise ValueError(f"{'/'.join(map(str, path))}: pretrained shape {np.shape(value)} != {flat[path].shape}")
-    flat[path] = flat[path].replace(np.asarray(value, flat[path].dtype))
+    shape = tuple(flat[path].shape)
+    if tuple(np.shape(value)) != shape and not (shape == () and np.size(value) == 1):  # safetensors has no 0-d
+      raise ValueError(f"{'/'.join(map(str, path))}: pretrained shape {np.shape(value)} != {shape}")
+    flat[path] = flat[path].replace(np.asarray(value, flat[path].dtype).reshape(shape))
   return nnx.from_flat_state(flat)
