@@ -7,6 +7,8 @@
   jaxlab run configs/latent_pager.py:repro --workdir checkpoints/latent_pager_repro        # the published design
   jaxlab run configs/latent_pager.py:qwen3_1p7b --workdir checkpoints/latent_pager_qwen3 \
       --config.model.path=/path/to/Qwen3-1.7B                                             # an accelerator
+  jaxlab run configs/latent_pager.py:qwen3_1p7b_repro --workdir checkpoints/latent_pager_qwen3_repro \
+      --config.model.path=/path/to/Qwen3-1.7B                                             # the published design
   jaxlab run configs/latent_pager.py:smoke --workdir DIR --config.model.path=TINY_LM       # seconds, for tests
 
 `cpu` runs the comparison on our small word-level base model (models/lm_base): documents of
@@ -79,7 +81,8 @@ def repro():
       latency_questions=16, bootstrap=10_000,
       full_context=False))          # the whole document in the LM's window, where it fits
   c.frontier = ml_collections.ConfigDict(dict(
-      encoders=("slots",), slots_per_chunk=(1, 2, 4, 8, 16), hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
+      encoders=("slots",), slots_per_chunk=(1, 2, 4, 8, 16), icae_slots_per_chunk=(1, 2, 4, 8, 16),
+      hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
       pretrain_steps=400, train_steps=400, num_train=1_200, num_validation=150, num_test=300))
   c.rot = ml_collections.ConfigDict(dict(
       pager_workdir="checkpoints/latent_pager_cpu",   # the trained pager (and its config) the grid reads
@@ -87,7 +90,9 @@ def repro():
   return c
 
 
-def cpu():
+def slots():
+  """What the `slots` pager is (data, pages, encoder, pretraining objectives): shared by `pretrain`,
+  which makes the shipped encoder, and `cpu`, which fine-tunes and compares it."""
   c = repro()
   c.data.update(dict(min_tokens=120, max_tokens=480, num_train=4_000, num_validation=300, num_test=500,
                      unanswerable_fraction=0.2, questions_per_document=6))
@@ -104,9 +109,16 @@ def cpu():
   return c
 
 
+def cpu():
+  c = slots()
+  c.data.num_train = 3_200   # 19,200 training questions: one epoch of 200 steps fits the 30-minute budget
+  c.train.update(dict(learning_rate=3e-4, warmup_steps=20))   # a fine-tune of the pretrained encoder
+  return c
+
+
 def pretrain():
   """The encoder that ships in models/latent_pager_slots."""
-  c = cpu()
+  c = slots()
   c.mode = "pretrain"
   c.pager.init = ""
   c.pretrain.update(dict(steps=1_200, eval_every=200))
@@ -114,9 +126,13 @@ def pretrain():
 
 
 def frontier():
+  """The compression sweep at a budget this machine affords per point (docs/latent_pager.md)."""
   c = cpu()
   c.mode = "frontier"
   c.pager.init = ""
+  c.frontier.update(dict(encoders=("pooled", "slots", "icae"), slots_per_chunk=(1, 2, 4, 8, 16),
+                         icae_slots_per_chunk=(4, 16), hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
+                         pretrain_steps=100, train_steps=150, num_train=1_200, num_validation=150, num_test=300))
   return c
 
 
@@ -141,7 +157,8 @@ def smoke():
   c.generation.update(dict(max_new_tokens=6, repetition_penalty=1.3))
   c.text_buffer.update(dict(extract_max_tokens=8, max_context_tokens=48))
   c.eval.update(dict(batch_size=1, latency_questions=2, bootstrap=200))   # answers at batch 1: as timed
-  c.frontier.update(dict(slots_per_chunk=(1, 2), hidden_layers=((1, 2),), depths=(0,), pretrain_steps=2,
+  c.frontier.update(dict(slots_per_chunk=(1, 2), icae_slots_per_chunk=(2,), hidden_layers=((1, 2),), depths=(0,),
+                         pretrain_steps=2,
                          train_steps=2, num_train=16, num_validation=8, num_test=8))
   c.rot.update(dict(distractor_ratios=(0.0, 1.0), horizons=(0.0, 1.0), questions_per_cell=2))
   return c
@@ -173,6 +190,19 @@ def qwen3_1p7b():
   return c
 
 
+def qwen3_1p7b_repro():
+  """The published pooled pager on Qwen3-1.7B, with the fixes of issue 8 (docs/latent_pager.md)."""
+  c = qwen3_1p7b()
+  c.data.update(dict(unanswerable_fraction=0.0, questions_per_document=1))
+  c.pages.max_pages = 0
+  c.pager.update(dict(encoder="pooled", compressor_hidden=2048, d_page=512, num_soft_tokens=16, depth=1, heads=8,
+                      ffn=4096, dropout=0.1))
+  c.sufficiency.enabled = False
+  c.train.update(dict(epochs=10, steps=0, questions_per_row=1, eval_every=0))
+  c.eval.full_context = False
+  return c
+
+
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "repro": repro, "pretrain": pretrain, "frontier": frontier, "rot": rot,
-                      "smoke": smoke, "qwen3_1p7b": qwen3_1p7b})
+                      "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -385,3 +385,13 @@ def test_report_headline_and_rebuild(run):
   experiment.report(workdir)  # `jaxlab report` rebuilds the same summary
   assert (workdir / "summary.json").read_bytes() == text
   assert (workdir / "risk_coverage.png").is_file() and "0.0257" in (workdir / "report.md").read_text()
+
+
+def test_context_rot_grid_reads_the_trained_pager(run, tiny_lm, tmp_path):
+  _, workdir, _, _ = run
+  rot_dir = tmp_path / "rot"
+  config = _load("smoke", tiny_lm, rot_dir, "--config.mode=rot", f"--config.rot.pager_workdir={workdir}")
+  experiment.run(config, rot_dir)
+  summary = json.loads((rot_dir / "summary.json").read_text())
+  assert set(summary["cells"]) == {"latent_pager", "text_buffer", "full_context"}
+  assert len(summary["cells"]["latent_pager"]) == 4 and (rot_dir / "context_rot.png").is_file()

@@ -114,7 +114,8 @@ def validate(config) -> None:
   require_int(config, "eval.bootstrap", 100)
   f = config.frontier
   require(config, "frontier.encoders", lambda v: len(v) > 0 and all(e in ENCODERS for e in v), f"a tuple of {ENCODERS}")
-  require(config, "frontier.slots_per_chunk", _ints, "a tuple of positive integers")
+  for field in ("slots_per_chunk", "icae_slots_per_chunk"):
+    require(config, f"frontier.{field}", _ints, "a tuple of positive integers")
   require(config, "frontier.hidden_layers", lambda v: len(v) > 0 and all(_ints(x, 0) for x in v),
           "a tuple of layer tuples")
   require(config, "frontier.depths", lambda v: _ints(v, 0), "a tuple of aggregator depths (0: none)")

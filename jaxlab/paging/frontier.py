@@ -1,11 +1,11 @@
 """The compression frontier (issue 13, "The frontier"): pager settings swept on validation, the
 chosen points scored once on test, against the text buffer and the full-context reference.
 
-Points: for each encoder in `frontier.encoders`, `pooled` at its one setting; `slots` / `icae` at
-every `frontier.slots_per_chunk` with the run's layers and aggregator depth, and at the run's
-`pager.slots_per_chunk` with every other `frontier.hidden_layers` and every other
-`frontier.depths` (a one-at-a-time sweep around the `cpu` setting: the full grid would cost
-their product). Each point pretrains its encoder (`frontier.pretrain_steps`; shared by points
+Points: for each encoder in `frontier.encoders`, `pooled` at its one setting; `slots` at every
+`frontier.slots_per_chunk` and `icae` at every `frontier.icae_slots_per_chunk`, with the run's
+layers and aggregator depth; and at the run's `pager.slots_per_chunk`, `slots` with every other
+`frontier.hidden_layers` and every other `frontier.depths` (a one-at-a-time sweep around the
+`cpu` setting: the full grid would cost their product). Each point pretrains its encoder (`frontier.pretrain_steps`; shared by points
 that differ only in aggregator depth) and fine-tunes the pager on QA (`frontier.train_steps`),
 both resumable under WORKDIR/points/. Validation scores every point: F1 over all validation
 questions (the selection metric, as in training), plus F1 on the answerable ones and grounded
@@ -45,9 +45,11 @@ def points(config) -> list[dict]:
     if encoder == "pooled":
       out.append({"encoder": "pooled", "slots_per_chunk": None, "hidden_layers": base_layers, "depth": 1})
       continue
-    variants = [(m, base_layers, base_depth) for m in f.slots_per_chunk]
-    variants += [(base_m, tuple(layers), base_depth) for layers in f.hidden_layers if tuple(layers) != base_layers]
-    variants += [(base_m, base_layers, d) for d in f.depths if d != base_depth]
+    counts = f.icae_slots_per_chunk if encoder == "icae" else f.slots_per_chunk
+    variants = [(m, base_layers, base_depth) for m in counts]
+    if encoder == "slots":  # the layers are the slots encoder's input (icae reads the chunk's tokens itself)
+      variants += [(base_m, tuple(layers), base_depth) for layers in f.hidden_layers if tuple(layers) != base_layers]
+      variants += [(base_m, base_layers, d) for d in f.depths if d != base_depth]
     out += [{"encoder": encoder, "slots_per_chunk": m, "hidden_layers": layers, "depth": d}
             for m, layers, d in dict.fromkeys(variants)]
   for pt in out:

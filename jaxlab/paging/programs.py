@@ -1,6 +1,6 @@
 """Compile-once programs. Every jitted call the two systems make at evaluation (the frozen forward
 over chunks, the pager's soft tokens, generation) goes through `call`, which keeps one compiled
-executable per (name, static part, argument shapes and dtypes). Nothing compiles twice, and XLA's
+executable per (name, static part, argument shapes, dtypes and shardings). Nothing compiles twice, and XLA's
 memory account of the very program that ran is at hand for `timing` (no second compile to ask it).
 """
 
@@ -14,8 +14,9 @@ _COMPILED: dict = {}
 
 
 def _key(name: str, static: Hashable, args) -> tuple:
+  # Shardings are part of the key: an executable compiled for arrays on one mesh refuses another's.
   leaves, tree = jax.tree.flatten(args)
-  return name, static, tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves)
+  return name, static, tree, tuple((tuple(x.shape), str(x.dtype), str(getattr(x, "sharding", None))) for x in leaves)
 
 
 def compiled(name: str, static: Hashable, fn: Callable, *args):

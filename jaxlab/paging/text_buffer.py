@@ -71,6 +71,7 @@ class TextBuffer:
   answer_batch_size: int
   answer_width: int        # see `answer_width`
   abstain: generation.Abstain | None = None
+  extract_batch_size: int = 0  # chunks per extraction call; 0: `pages.batch_size`
 
   def __post_init__(self):
     self.buffers: dict[str, list[int]] = {}
@@ -85,8 +86,8 @@ class TextBuffer:
     if missing:
       chunks = [self.store.chunks(d) for d in missing]
       rows = [wrap(self.tokenizer, self.prompts["extract"], "chunk", c) for cs in chunks for c in cs]
-      texts, _ = generate_rows(self.lm, self.tokenizer, rows, self.extract_settings, self.store.settings.batch_size,
-                               self.extract_width, "extract")
+      texts, _ = generate_rows(self.lm, self.tokenizer, rows, self.extract_settings,
+                               self.extract_batch_size or self.store.settings.batch_size, self.extract_width, "extract")
       at = 0
       for doc, cs in zip(missing, chunks):
         joined = self.separator.join(t.strip() for t in texts[at:at + len(cs)])

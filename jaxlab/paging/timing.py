@@ -9,8 +9,10 @@ tokens, asks its sufficiency head (when it has one) and generates; the text buff
 every chunk's extraction, then its answer, then scores the answer's log-probability (its
 confidence for abstaining, the counterpart of the pager's head); the full-context reference (on
 questions whose document fits the window) answers from the whole document and scores its answer
-the same way. Chunks go in calls of `pages.batch_size`. One warm-up question first, so no compile
-is timed; wall time until the answer text exists.
+the same way. A question's chunks go in one call of `max_pages` rows (the pager's own layout; the
+text buffer's extraction and the published arm's forward get the same, rather than the
+`pages.batch_size` rows of bulk evaluation, which would make one document pay for 64 rows). One
+warm-up question first, so no compile is timed; wall time until the answer text exists.
 
 Peak memory: XLA's own account (arguments + outputs + temporaries - aliased) of each compiled
 program a system ran, and the largest of them. The same measure on CPU, GPU and TPU, independent
@@ -47,6 +49,8 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
   lm, tok, store, c = setup.lm, setup.tokenizer, setup.store, config
   latency, ids, peak = {}, {}, {}
 
+  rows = trained["max_pages"] if trained else c.pages.max_pages or store.settings.batch_size
+  per_question = dataclasses.replace(store.settings, batch_size=rows)
   if "latent_pager" in systems:
     graphdef, params = trained["graphdef"], trained["params"]
 
@@ -56,7 +60,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
       def __init__(self, document):
         self.kind, self.store = c.pager.encoder, store
         chunks = store.chunks(document)
-        self.items = [pages.states_of_chunks(lm, chunks, store.settings, setup.pad) if self.kind == "pooled"
+        self.items = [pages.states_of_chunks(lm, chunks, per_question, setup.pad) if self.kind == "pooled"
                       else chunks]
 
     def pager_question(r):
@@ -65,17 +69,16 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
                               batch_size=1, abstain=setup.abstain)
 
     latency["latent_pager"], ids["latent_pager"] = _timed(pager_question, records), [r["id"] for r in records]
-    peak["latent_pager"] = _pager_peak(setup, config, trained)
+    peak["latent_pager"] = _pager_peak(setup, config, trained, per_question)
   if "text_buffer" in systems:
-    one = dataclasses.replace(tb, answer_batch_size=1)
+    one = dataclasses.replace(tb, answer_batch_size=1, extract_batch_size=rows)
 
     def text_question(r):
       one.buffers = {}  # nothing cached: every extraction is generated again
       return one.answer([r])
 
     latency["text_buffer"], ids["text_buffer"] = _timed(text_question, records), [r["id"] for r in records]
-    peak["text_buffer"] = max(generation.generate_bytes(lm, tb.extract_settings, store.settings.batch_size,
-                                                        tb.extract_width, 0),
+    peak["text_buffer"] = max(generation.generate_bytes(lm, tb.extract_settings, rows, tb.extract_width, 0),
                               generation.generate_bytes(lm, setup.settings, 1, tb.answer_width, 0))
   if "full_context" in systems and c.eval.full_context:
     fits = [r for r in records if text_buffer.fits(tok, r, c.prompts.answer, setup.settings, c.model.context_tokens)]
@@ -87,7 +90,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
           for s in latency}
 
 
-def _pager_peak(setup, config, trained) -> int:
+def _pager_peak(setup, config, trained, per_question) -> int:
   lm, store, c = setup.lm, setup.store, config
   graphdef, params = trained["graphdef"], trained["params"]
   if c.pager.encoder == "pooled":
@@ -99,7 +102,7 @@ def _pager_peak(setup, config, trained) -> int:
   out = [pager_lib.soft_bytes(graphdef, params, lm, inputs),
          generation.generate_bytes(lm, setup.settings, 1, trained["q_width"], soft.shape[1])]
   if c.pager.encoder == "pooled":
-    out.append(pages.forward_bytes(lm, store.settings))
+    out.append(pages.forward_bytes(lm, per_question))
   ids = np.zeros((1, trained["q_width"]), np.int32)
   if c.sufficiency.enabled:
     out.append(pager_lib.confidence_bytes(graphdef, params, lm, soft.astype(lm.dtype), ids, ids.astype(bool)))
