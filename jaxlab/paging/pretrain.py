@@ -44,7 +44,8 @@ from jaxlab.data import long_doc_qa
 from jaxlab.paging import pager as pager_lib, pages
 from jaxlab.paging.train import Stopped, shard_batch
 
-PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")  # the parts pretraining trains and exports
+# The parts of a PagerModel that pretraining trains and exports.
+PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")
 
 
 def document_config(config, split: str) -> long_doc_qa.LongDocQAConfig:
@@ -107,10 +108,15 @@ def objectives(params, graphdef, lm_graphdef, lm_state, batch, key, reference: b
 def loss_fn(params, graphdef, lm_graphdef, lm_state, batch, key, ae_weight, lm_weight, qa_weight, suff_weight):
   (ae, cont, n, hits, _, qa_sums, qa_counts), suff = objectives(params, graphdef, lm_graphdef, lm_state, batch, key)
   tokens = jnp.maximum(jnp.sum(n), 1.0)
-  loss = ae_weight * jnp.sum(ae) / tokens + lm_weight * jnp.sum(cont) / tokens
+  # Terms with weight 0 are left out (not multiplied by 0), so XLA drops their decoder passes.
+  loss = 0.0
+  if ae_weight:
+    loss = loss + ae_weight * jnp.sum(ae) / tokens
+  if lm_weight:
+    loss = loss + lm_weight * jnp.sum(cont) / tokens
   if qa_weight:
     loss = loss + qa_weight * pager_lib.qa_loss(qa_sums, qa_counts, suff, batch, suff_weight)
-  return loss, jnp.sum(hits) / tokens
+  return loss, (jnp.sum(hits) / tokens if ae_weight else jnp.zeros(()))
 
 
 @functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "weights"),
@@ -155,8 +161,8 @@ def evaluate(params, graphdef, lm, split, max_pages: int, width: int, pad_id: in
     count += int(real.sum())
   ae, cont, tokens, hits, exact, qa, qa_tokens, none_ce, none_hits = sums
   return {"ae_ce": ae / tokens, "continuation_ce": cont / tokens, "token_accuracy": hits / tokens,
-          "exact_chunk_rate": exact / count, "no_pages_ce": none_ce / tokens, "no_pages_token_accuracy": none_hits / tokens,
-          "qa_ce": qa / max(qa_tokens, 1.0), "chunks": count}
+          "exact_chunk_rate": exact / count, "no_pages_ce": none_ce / tokens,
+          "no_pages_token_accuracy": none_hits / tokens, "qa_ce": qa / max(qa_tokens, 1.0), "chunks": count}
 
 
 FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", "prompts", "pretrain")

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from jaxlab.core import report as report_lib
 
 SHOWN = ("val_token_accuracy", "val_exact_chunk_rate", "val_ae_ce", "val_continuation_ce", "val_no_pages_ce",
-         "val_no_pages_token_accuracy")
+         "val_no_pages_token_accuracy", "val_qa_ce")
 
 
 def history(workdir: Path) -> list[dict]:
@@ -64,24 +64,28 @@ def write(workdir) -> Path:
   f = summary["final"]
   table = report_lib.markdown_table(
       ["step", "train loss", "token acc (own pages)", "exact chunks", "AE CE", "continuation CE", "no-pages CE",
-       "no-pages token acc"],
+       "no-pages token acc", "QA CE"],
       [[r["step"], f"{r['loss']:.4f}", f"{r['val_token_accuracy']:.4f}", f"{r['val_exact_chunk_rate']:.4f}",
         f"{r['val_ae_ce']:.4f}", f"{r['val_continuation_ce']:.4f}", f"{r['val_no_pages_ce']:.4f}",
-        f"{r['val_no_pages_token_accuracy']:.4f}"] for r in rows])
+        f"{r['val_no_pages_token_accuracy']:.4f}", f"{r.get('val_qa_ce', float('nan')):.4f}"] for r in rows])
   sections = [
       ("What ran", f"Variant `{config.get('variant')}`: the `{summary['encoder']}` encoder, "
                    f"{summary['slots_per_chunk']} pages per {summary['chunk_tokens']}-token chunk (compression "
                    f"{summary['compression_ratio']:.1f}x), layers {tuple(summary['hidden_layers'])}, on the frozen LM "
                    f"`{config['model']['path']}`; {summary['steps']} steps of {config['pretrain']['batch_size']} "
                    f"documents ({summary['documents_seen']:,} document draws from {config['pretrain']['documents']:,} "
-                   f"generated documents), objectives autoencoding x {config['pretrain']['ae_weight']} + continuation x "
-                   f"{config['pretrain']['continuation_weight']}. Held out: {summary['held_out_chunks']} chunks of "
-                   "documents about validation-split entities, one per document."),
+                   f"generated documents, {config['data']['questions_per_document']} questions each), objectives "
+                   f"autoencoding x {config['pretrain']['ae_weight']} + continuation x "
+                   f"{config['pretrain']['continuation_weight']} + question answering x "
+                   f"{config['pretrain']['qa_weight']}. "
+                   f"Held out: {summary['held_out_chunks']} documents about validation-split entities (one chunk "
+                   "and one question each)."),
       ("Result", f"Reconstruction token accuracy {f['val_token_accuracy']:.4f} (teacher forced; the frozen LM with no "
                  f"pages: {f['val_no_pages_token_accuracy']:.4f}); exact-chunk rate {f['val_exact_chunk_rate']:.4f} "
                  "(every token of the chunk right, which is exactly when greedy decoding regenerates it); "
                  f"cross-entropy {f['val_ae_ce']:.4f} from the chunk's own pages, {f['val_continuation_ce']:.4f} from "
-                 f"the previous chunks' pages, {f['val_no_pages_ce']:.4f} from none."),
+                 f"the previous chunks' pages, {f['val_no_pages_ce']:.4f} from none; question answering "
+                 f"cross-entropy {f['val_qa_ce']:.4f} (answer and EOS tokens)."),
       ("Curve", table + f"\n\n![pretraining curve]({plot(rows, workdir)})"),
   ]
   return report_lib.write_report(workdir, "Page encoder pretraining", sections)
