@@ -132,7 +132,7 @@ def frontier():
   c.pager.init = ""
   c.frontier.update(dict(encoders=("pooled", "slots", "icae"), slots_per_chunk=(1, 2, 4, 8, 16),
                          icae_slots_per_chunk=(4, 16), hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
-                         pretrain_steps=100, train_steps=150, num_train=1_200, num_validation=150, num_test=300))
+                         pretrain_steps=150, train_steps=150, num_train=1_200, num_validation=150, num_test=300))
   return c
 
 

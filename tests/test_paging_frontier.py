@@ -64,8 +64,8 @@ def test_icae_adapters_train_apart_from_the_frozen_lm(tiny_lm, tmp_path):
   from jaxlab.lm import checkpoint_io
 
   lm = checkpoint_io.load(tiny_lm)
-  config = config_lib.load("configs/latent_pager.py:smoke", ["--config.pager.encoder=icae", "--config.pager.lora_rank=2",
-                                                              "--config.pager.decoder_lora_rank=2"])
+  config = config_lib.load("configs/latent_pager.py:smoke", [
+      "--config.pager.encoder=icae", "--config.pager.lora_rank=2", "--config.pager.decoder_lora_rank=2"])
   model = pager_lib.build(config, lm)
   lora = nnx.state(model, nnx.LoRAParam)
   assert {p[0] for p, _ in nnx.to_flat_state(lora)} == {"encoder", "bridge"}
@@ -117,7 +117,8 @@ def test_qwen3_1p7b_code_path_on_a_tiny_qwen3(tmp_path):
                  "--config.data.min_tokens=60", "--config.data.max_tokens=300", "--config.data.chunk_words=40",
                  "--config.data.num_train=16", "--config.data.num_validation=8", "--config.data.num_test=8",
                  "--config.data.tfds_dir=", "--config.data.questions_per_document=2",
-                 "--config.pages.chunk_tokens=48", "--config.pages.chunk_overlap=8", "--config.pages.hidden_layers=(1,2)",
+                 "--config.pages.chunk_tokens=48", "--config.pages.chunk_overlap=8",
+                 "--config.pages.hidden_layers=(1,2)",
                  "--config.pages.max_pages=6", "--config.pages.batch_size=16", "--config.pager.slots_per_chunk=2",
                  "--config.pager.heads=2", "--config.pager.ffn=32", "--config.sufficiency.hidden=16",
                  "--config.train.steps=2", "--config.train.batch_size=8", "--config.train.eval_every=2",

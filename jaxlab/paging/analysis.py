@@ -192,8 +192,8 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
         comparisons.append(report_lib.compare(f"{t}/{s}/{m}", (value, None), ours))
   summary = {"experiment": config["experiment"], "variant": config.get("variant"), "figures": figures,
              "intervals": intervals, "thresholds": chosen, "comparisons": comparisons, "training": history,
-             "risk_coverage": {s: {k: selective.risk_coverage(c["confidence"], c[k]) for k in ("error", "hallucination")}
-                               for s, c in curves.items()}}
+             "risk_coverage": {s: {k: selective.risk_coverage(c["confidence"], c[k])
+                                   for k in ("error", "hallucination")} for s, c in curves.items()}}
   summary["claims"] = claims(summary, main, sc, boots, seed)
   summary["headline"] = headline(config, summary, sc, answerable, timing, boots, seed)
   summary["bar"] = bar(summary["headline"])
@@ -240,7 +240,8 @@ BAR_SPEEDUP = 2.55  # the published latency ratio
 def bar(h: dict) -> dict:
   """Issue 13's bar: F1 not worse (the interval of pager - text reaches 0 or above), no more
   invention (the interval of the hallucination difference reaches 0 or below), >= 2.55x faster."""
-  f1, hal, lat = h["pager_minus_text_buffer_f1"], h["pager_minus_text_buffer_grounded_hallucination"], h["latency_ratio"]
+  f1, hal = h["pager_minus_text_buffer_f1"], h["pager_minus_text_buffer_grounded_hallucination"]
+  lat = h["latency_ratio"]
   out = {"f1": None if not f1 else bool(f1["ci"][1] >= 0),
          "hallucination": None if not hal else bool(hal["ci"][0] <= 0),
          "latency": None if not lat else bool(lat["mean"] >= BAR_SPEEDUP)}
@@ -318,7 +319,8 @@ def plot_risk_coverage(summary: dict, workdir: Path) -> str | None:
   if not curves:
     return None
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-  for ax, kind, title in ((axes[0], "error", "risk = 1 - F1"), (axes[1], "hallucination", "risk = grounded hallucination")):
+  for ax, kind, title in ((axes[0], "error", "risk = 1 - F1"),
+                          (axes[1], "hallucination", "risk = grounded hallucination")):
     for s, c in curves.items():
       ax.plot(c[kind]["coverage"], c[kind]["risk"], label=f"{LABELS[s]} (AURC {c[kind]['aurc']:.3f})")
     ax.set_xlabel("coverage (most confident first)")
@@ -364,7 +366,8 @@ def tables(summary: dict, systems: list[str], n: dict) -> list[tuple[str, str]]:
     if t == "all":
       rows.append([NAMES["consistency"], "not computed", "not computed"]
                   + [_cell(figs, f"all/{s}/consistency") for s in systems]
-                  + [_diff(iv, "all/consistency/latent_pager-text_buffer") if s == "text_buffer" else "" for s in others])
+                  + [_diff(iv, "all/consistency/latent_pager-text_buffer") if s == "text_buffer" else ""
+                     for s in others])
       rows.append(["Peak device memory (GB)", *published.FIGURES[("all", "peak_memory_gb")]]
                   + [_cell(figs, f"all/{s}/peak_memory_gb") for s in systems] + [""] * len(others))
     label = {"all": "Answerable questions", "single_fact": "Single fact", "multi_hop": "Multi hop"}[t]
@@ -388,8 +391,9 @@ def abstention_table(summary, systems) -> str:
   table = report_lib.markdown_table(
       ["system", "threshold (chosen on validation)", "abstained", "abstain precision", "abstain recall",
        "grounded hallucination, every question", "AURC (1 - F1)", "AURC (hallucination)"], rows)
-  diffs = [f"- pager - {LABELS[s]}: grounded hallucination {_diff(iv, f'every/hallucination_grounded/latent_pager-{s}')}, "
-           f"AURC {_diff(iv, f'aurc/error/latent_pager-{s}')}" for s in systems if s != "latent_pager"]
+  diffs = [f"- pager - {LABELS[s]}: grounded hallucination "
+           f"{_diff(iv, f'every/hallucination_grounded/latent_pager-{s}')}, AURC "
+           f"{_diff(iv, f'aurc/error/latent_pager-{s}')}" for s in systems if s != "latent_pager"]
   return table + "\n\n" + "\n".join(diffs)
 
 
@@ -440,7 +444,8 @@ def write(workdir: Path) -> Path:
       [[r["task_type"], r.get("answerable", True), r["question"], r["gold_answer"]]
        + [str(r["answers"][s])[:80] for s in systems] for r in main[:8]])
   pg = config["pager"]
-  arm = (f"`{pg['encoder']}` encoder" + (f", {pg['slots_per_chunk']} slots per chunk" if pg["encoder"] != "pooled" else "")
+  arm = (f"`{pg['encoder']}` encoder"
+         + (f", {pg['slots_per_chunk']} slots per chunk" if pg["encoder"] != "pooled" else "")
          + (f", started from `{pg['init']}`" if pg.get("init") else ""))
   sections = [
       ("What ran", f"Variant `{config.get('variant')}`: frozen LM `{config['model']['path']}`; the pager: {arm}. "

@@ -61,7 +61,8 @@ def validate(config) -> None:
     require(config, "data.distractor_ratio", lambda v: 0 <= v <= 1, "in [0, 1]")
     require(config, "data.horizon", lambda v: v == -1 or 0 <= v <= 1, "in [0, 1], or -1 for random")
   p = config.pages
-  require(config, "pages.hidden_layers", lambda v: _ints(v, 0), "a non-empty tuple of hidden-state indices (0 = embeddings)")
+  require(config, "pages.hidden_layers", lambda v: _ints(v, 0),
+          "a non-empty tuple of hidden-state indices (0 = embeddings)")
   require(config, "pages.pooling", lambda v: v in pages.POOLINGS, f"one of {pages.POOLINGS}")
   require_int(config, "pages.chunk_tokens", 2)
   require(config, "pages.chunk_overlap", lambda v: isinstance(v, int) and 0 <= v < p.chunk_tokens,

@@ -5,9 +5,10 @@ Points: for each encoder in `frontier.encoders`, `pooled` at its one setting; `s
 `frontier.slots_per_chunk` and `icae` at every `frontier.icae_slots_per_chunk`, with the run's
 layers and aggregator depth; and at the run's `pager.slots_per_chunk`, `slots` with every other
 `frontier.hidden_layers` and every other `frontier.depths` (a one-at-a-time sweep around the
-`cpu` setting: the full grid would cost their product). Each point pretrains its encoder (`frontier.pretrain_steps`; shared by points
-that differ only in aggregator depth) and fine-tunes the pager on QA (`frontier.train_steps`),
-both resumable under WORKDIR/points/. Validation scores every point: F1 over all validation
+`cpu` setting: the full grid would cost their product). Each point pretrains its encoder
+(`frontier.pretrain_steps`; shared by points that differ only in aggregator depth) and fine-tunes
+the pager on QA (`frontier.train_steps`), both resumable under WORKDIR/encoders/ and
+WORKDIR/points/. Validation scores every point: F1 over all validation
 questions (the selection metric, as in training), plus F1 on the answerable ones and grounded
 hallucination.
 
@@ -92,7 +93,8 @@ def validation_scores(rows: list[dict], system: str, abstain: str) -> dict:
   answers = [r["answers"][system] for r in rows]
   ok = np.array([r.get("answerable", True) for r in rows])
   f1 = np.array([metrics.token_f1(a, r["gold_answer"]) for a, r in zip(answers, rows)])
-  hal = np.array([0.0 if a == abstain else metrics.hallucination_grounded(a, r["document"]) for a, r in zip(answers, rows)])
+  hal = np.array([0.0 if a == abstain else metrics.hallucination_grounded(a, r["document"])
+                  for a, r in zip(answers, rows)])
   return {"f1_all": float(f1.mean()), "f1_answerable": float(f1[ok].mean()) if ok.any() else None,
           "hallucination_grounded": float(hal.mean()), "n": len(rows)}
 
@@ -122,7 +124,8 @@ def run(config, workdir: Path, setup):
     if pt["encoder"] != "pooled":
       edir = workdir / "encoders" / encoder_key(pt)
       if not (edir / "encoder" / "encoder.safetensors").is_file():
-        pretrain.run(point_config(config, pt, "pretrain"), edir, setup.lm, setup.tokenizer, setup.store, setup.eos, setup.mesh)
+        pretrain.run(point_config(config, pt, "pretrain"), edir, setup.lm, setup.tokenizer, setup.store, setup.eos,
+                     setup.mesh)
       c.pager.init = str(edir / "encoder")
     trained[pt["name"]] = experiment.train_pager(setup, c, pdir, splits)
     out = experiment.answer_split(setup, c, trained[pt["name"]], splits["validation"],
@@ -184,7 +187,8 @@ def summarize(config, rows, val, sweep, timing_data, encoders_dir: Path) -> dict
   recon = {}
   for d in sorted(encoders_dir.glob("*")) if encoders_dir.is_dir() else []:
     if (d / "pretrain_log.jsonl").is_file():
-      cfg = json.loads((d / "encoder" / "config.json").read_text()) if (d / "encoder" / "config.json").is_file() else None
+      made = d / "encoder" / "config.json"
+      cfg = json.loads(made.read_text()) if made.is_file() else None
       last = pretrain_report.history(d)[-1]
       if cfg:
         recon[d.name] = {"compression_ratio": cfg["pages"]["chunk_tokens"] / cfg["pager"]["slots_per_chunk"],
@@ -269,14 +273,16 @@ def report(workdir) -> Path:
                  "chosen" * (n in summary["selection"]["chosen"].values())]
                 for n, r in summary["points"].items()]
   test_rows = []
-  for s in [k for k in ("text_buffer", "full_context") if f"{k}/f1" in figs] + sorted(set(summary["selection"]["chosen"].values())):
+  shown = [k for k in ("text_buffer", "full_context") if f"{k}/f1" in figs]
+  for s in shown + sorted(set(summary["selection"]["chosen"].values())):
     cell = lambda k: "" if k not in iv else (f"{iv[k]['diff']:+.4f} [{iv[k]['ci'][0]:+.4f}, {iv[k]['ci'][1]:+.4f}]")
     lat = f"{figs[f'{s}/latency_s_median']:.4f}" if f"{s}/latency_s_median" in figs else "n/a"
     test_rows.append([analysis.LABELS.get(s, s), f"{figs[f'{s}/f1']['mean']:.4f} (n={figs[f'{s}/f1']['n']})",
                       f"{figs[f'{s}/hallucination_grounded']['mean']:.4f}", lat, cell(f"{s}-text_buffer/f1"),
                       cell(f"{s}-text_buffer/hallucination_grounded"), cell(f"{s}-full_context/f1")])
-  recon_rows = [[k, f"{r['compression_ratio']:.0f}x", f"{r['val_token_accuracy']:.4f}", f"{r['val_exact_chunk_rate']:.4f}",
-                 f"{r['val_no_pages_token_accuracy']:.4f}", f"{r['val_ae_ce']:.4f}", f"{r['val_continuation_ce']:.4f}"]
+  recon_rows = [[k, f"{r['compression_ratio']:.0f}x", f"{r['val_token_accuracy']:.4f}",
+                 f"{r['val_exact_chunk_rate']:.4f}", f"{r['val_no_pages_token_accuracy']:.4f}", f"{r['val_ae_ce']:.4f}",
+                 f"{r['val_continuation_ce']:.4f}"]
                 for k, r in sorted(summary["reconstruction"].items(), key=lambda kv: kv[1]["compression_ratio"])]
   f = config["frontier"]
   images = plots(summary, config, timing_data, workdir)

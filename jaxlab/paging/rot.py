@@ -109,8 +109,8 @@ def report(workdir) -> Path:
   fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
   image = report_lib.save_plot(fig, workdir, "context_rot.png")
   n = len(cells[0]["records"])
-  sections = [("What ran", f"The pager of `{config['rot']['pager_workdir']}` (its best checkpoint by validation F1), the "
-                           f"text buffer and the full context (questions whose document fits the window), {n} answerable "
-                           "test questions per cell, raw answers (no abstention).")] + tables
+  sections = [("What ran", f"The pager of `{config['rot']['pager_workdir']}` (its best checkpoint by validation "
+                           "F1), the text buffer and the full context (questions whose document fits the window), "
+                           f"{n} answerable test questions per cell, raw answers (no abstention).")] + tables
   sections.append(report_lib.plots_section([image]))
   return report_lib.write_report(workdir, "Latent pager: context rot", sections)
