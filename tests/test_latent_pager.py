@@ -374,9 +374,13 @@ def test_report_headline_and_rebuild(run):
   summary = json.loads((workdir / "summary.json").read_text())
   h = summary["headline"]
   for key in ("pager_encoder", "slots_per_chunk", "pager_f1", "text_buffer_f1", "pager_grounded_hallucination",
-              "text_buffer_grounded_hallucination", "latency_ratio", "pager_aurc", "text_buffer_aurc"):
+              "text_buffer_grounded_hallucination", "pager_aurc", "text_buffer_aurc"):
     assert key in h
   assert h["pager_encoder"] == "slots" and h["pager_f1"]["ci"] is not None
+  # The wall-clock ratio and the bar's latency part live beside the latencies, not in summary.json.
+  timed = json.loads((workdir / "timing.json").read_text())
+  assert "latency_ratio" not in h and set(summary["bar"]) == {"f1", "hallucination"}
+  assert timed["latency_ratio"]["n"] == config.eval.latency_questions and isinstance(timed["latency_bar"], bool)
   rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   assert sum(not r["answerable"] for r in rows) > 0 and any(r["answers"]["full_context"] for r in rows)
   assert summary["figures"]["abstention/latent_pager"]["unanswerable"] > 0

@@ -1,4 +1,4 @@
-"""The compression frontier (issue 13, "The frontier"): pager settings swept on validation, the
+"""The compression frontier: pager settings swept on validation, the
 chosen points scored once on test, against the text buffer and the full-context reference.
 
 Points: for each encoder in `frontier.encoders`, `pooled` at its one setting; `slots` at every
@@ -162,7 +162,7 @@ def run(config, workdir: Path, setup):
 
 
 # ----------------------------------------------------------------------------- report
-def summarize(config, rows, val, sweep, timing_data, encoders_dir: Path) -> dict:
+def summarize(config, rows, val, sweep, encoders_dir: Path) -> dict:
   ev, abstain = config["eval"], config["data"]["abstain_answer"]
   chosen = sweep["selection"]["chosen"]
   systems = [s for s in ("text_buffer", "full_context") if s in rows[0]["answers"]] + sorted(set(chosen.values()))
@@ -173,8 +173,6 @@ def summarize(config, rows, val, sweep, timing_data, encoders_dir: Path) -> dict
   for s in systems:
     figures[f"{s}/f1"] = describe(sc[s]["f1"][ok & ~np.isnan(sc[s]["f1"])])
     figures[f"{s}/hallucination_grounded"] = describe(sc[s]["hallucination_grounded"][~np.isnan(sc[s]["f1"])])
-    if s in timing_data:
-      figures[f"{s}/latency_s_median"] = float(np.median(timing_data[s]["latency_s"]))
   for s in sorted(set(chosen.values())):
     for other in ("text_buffer", "full_context"):
       if other not in sc:
@@ -195,7 +193,7 @@ def summarize(config, rows, val, sweep, timing_data, encoders_dir: Path) -> dict
                          **{k: last[k] for k in pretrain_report.SHOWN if k in last}}
   return {"experiment": config["experiment"], "variant": config.get("variant"), "points": sweep["results"],
           "selection": sweep["selection"], "thresholds": thresholds, "figures": figures, "intervals": intervals,
-          "reconstruction": recon, "latency_in": "timing.json (medians in report.md only)"}
+          "reconstruction": recon}
 
 
 def _ratio(pt: dict, chunk_tokens: int) -> float:
@@ -263,8 +261,8 @@ def report(workdir) -> Path:
   val = analysis._rows(workdir / "validation.jsonl")
   sweep = json.loads((workdir / "points.json").read_text())
   timing_data = json.loads((workdir / "timing.json").read_text())
-  summary = summarize(config, rows, val, sweep, timing_data, workdir / "encoders")
-  report_lib.write_json(workdir / "summary.json", {k: v for k, v in summary.items()})
+  summary = summarize(config, rows, val, sweep, workdir / "encoders")
+  report_lib.write_json(workdir / "summary.json", summary)
   figs, iv, chunk = summary["figures"], summary["intervals"], config["pages"]["chunk_tokens"]
   sweep_rows = [[n, r["point"]["encoder"], r["point"]["slots_per_chunk"] or "-", f"{_ratio(r['point'], chunk):.0f}x",
                  "".join(map(str, r["point"]["hidden_layers"])), r["point"]["depth"],
@@ -276,7 +274,7 @@ def report(workdir) -> Path:
   shown = [k for k in ("text_buffer", "full_context") if f"{k}/f1" in figs]
   for s in shown + sorted(set(summary["selection"]["chosen"].values())):
     cell = lambda k: "" if k not in iv else (f"{iv[k]['diff']:+.4f} [{iv[k]['ci'][0]:+.4f}, {iv[k]['ci'][1]:+.4f}]")
-    lat = f"{figs[f'{s}/latency_s_median']:.4f}" if f"{s}/latency_s_median" in figs else "n/a"
+    lat = f"{np.median(timing_data[s]['latency_s']):.4f}" if s in timing_data else "n/a"
     test_rows.append([analysis.LABELS.get(s, s), f"{figs[f'{s}/f1']['mean']:.4f} (n={figs[f'{s}/f1']['n']})",
                       f"{figs[f'{s}/hallucination_grounded']['mean']:.4f}", lat, cell(f"{s}-text_buffer/f1"),
                       cell(f"{s}-text_buffer/hallucination_grounded"), cell(f"{s}-full_context/f1")])
