@@ -1,4 +1,4 @@
-"""Latent Pager Memory vs the text buffer (latent-pager.md; issues 8 and 13), on a frozen Qwen3-family LM.
+"""Latent Pager Memory vs the text buffer (latent-pager.md), on a frozen Qwen3-family LM.
 
   jaxlab run configs/latent_pager.py:pretrain --workdir checkpoints/latent_pager_pretrain   # the shipped encoder
   jaxlab run configs/latent_pager.py:cpu --workdir checkpoints/latent_pager_cpu            # the comparison, < 30 min
@@ -16,10 +16,11 @@
 the pretrained encoder in models/latent_pager_slots (made by `pretrain`), fine-tuned on tens of
 thousands of questions, with its sufficiency head; the text buffer and a full-context reference
 answer the same questions. `repro` is the reproduction arm exactly as before: the published
-`pooled` design on the issue-8 data. `frontier` sweeps compression (slots per chunk), layers and
-aggregator depth on validation and scores the chosen points once on test. `qwen3_1p7b` runs the
-`cpu` pipeline on Qwen3-1.7B; what it keeps from the published run and what it changes is listed
-in docs/latent_pager.md. Both systems answer with the one `generation` block.
+`pooled` design on its first data (480 training questions, no unanswerable ones). `frontier`
+sweeps compression (slots per chunk), layers and aggregator depth on validation and scores the
+chosen points once on test. `qwen3_1p7b` runs the `cpu` pipeline on Qwen3-1.7B; what it keeps
+from the published run and what it changes is listed in docs/latent_pager.md. Every system
+answers with the one `generation` block.
 """
 
 import ml_collections
@@ -28,7 +29,8 @@ from jaxlab.core.config import select
 
 
 def repro():
-  """The issue-8 comparison, unchanged: the published pooled pager on 480 training questions."""
+  """The first comparison, unchanged: the published pooled pager on 480 training questions, with
+  one set of generation settings for both systems and EOS in the answer targets."""
   c = ml_collections.ConfigDict()
   c.experiment = "latent_pager"
   c.mode = "compare"               # compare | pretrain | frontier | rot
@@ -72,7 +74,7 @@ def repro():
   c.generation = ml_collections.ConfigDict(dict(max_new_tokens=12, repetition_penalty=1.0, truncate_repeats=True))
   c.text_buffer = ml_collections.ConfigDict(dict(
       extract_max_tokens=48, extract_repetition_penalty=1.0, separator=" ", max_context_tokens=160))
-  c.prompts = ml_collections.ConfigDict(dict(       # the base model's training formats (issue 7)
+  c.prompts = ml_collections.ConfigDict(dict(       # the base model's training formats
       extract="{chunk}\n\nKey facts:",
       answer="{context}\n\nQuestion: {question}\nAnswer:",
       pager="Question: {question}\nAnswer:"))
@@ -191,7 +193,8 @@ def qwen3_1p7b():
 
 
 def qwen3_1p7b_repro():
-  """The published pooled pager on Qwen3-1.7B, with the fixes of issue 8 (docs/latent_pager.md)."""
+  """The published pooled pager on Qwen3-1.7B, with one set of generation settings, EOS in the
+  targets and batches of 8 (docs/latent_pager.md lists each difference from the published run)."""
   c = qwen3_1p7b()
   c.data.update(dict(unanswerable_fraction=0.0, questions_per_document=1))
   c.pages.max_pages = 0

@@ -1,4 +1,4 @@
-"""Latent Pager Memory against a text-summary buffer (latent-pager.md; issue 8) as a jaxlab experiment.
+"""Latent Pager Memory against a text-summary buffer (latent-pager.md) as a jaxlab experiment.
 
 modules.py holds the PageCompressor and PageAggregator; pages.py the chunking, the frozen LM's pooled
 hidden states and the per-document page store; pager.py soft tokens, the training loss and answers;

@@ -1,5 +1,5 @@
 """Questions for the latent-pager comparison: the synthetic long-document QA set (TFDS) or local
-JSONL files in the published schema, plus the consistency probes (issue 8, "Data").
+JSONL files in the published schema, plus the consistency probes.
 
 Synthetic: `jaxlab.data.long_doc_qa` is built (offline, deterministic) with the config's
 document lengths, chunk size (words, which sets how far apart multi-hop evidence lies),

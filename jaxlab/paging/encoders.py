@@ -1,4 +1,4 @@
-"""Page encoders that keep several slots per chunk (issue 13, "Page encoders"): `slots` and `icae`.
+"""Page encoders that keep several slots per chunk: `slots` and `icae`.
 
 `SlotEncoder`: a per-chunk cross-attention compressor. The frozen LM reads a chunk once; the
 hidden states of the chosen layers at **every** token (not one pooled vector) are concatenated per

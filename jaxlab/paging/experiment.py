@@ -1,5 +1,5 @@
 """Latent Pager Memory against the text buffer as a jaxlab experiment: validate, run, report
-(latent-pager.md; issues 8 and 13).
+(latent-pager.md).
 
 `config.mode` picks the program:
 - `compare`: load the frozen LM, the questions and the page inputs; fine-tune the pager on QA
@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxlab.core import mesh as mesh_lib
-from jaxlab.core.config import ConfigError, require, require_int
+from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
+                                require_int, tuple_of)
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
 from jaxlab.paging import (analysis, data, generation, pages, pager as pager_lib, pretrain, text_buffer, timing,
                            train)
@@ -31,14 +32,6 @@ from jaxlab.paging.model import ENCODERS
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 MODES = ("compare", "pretrain", "frontier", "rot")
-
-
-def _positive(v):
-  return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-
-
-def _ints(v, low=1):
-  return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(i, int) and i >= low for i in v)
 
 
 def validate(config) -> None:
@@ -52,16 +45,16 @@ def validate(config) -> None:
   d = config.data
   for field in ("num_train", "num_validation", "num_test", "questions_per_document"):
     require_int(config, f"data.{field}", 1)
-  require(config, "data.unanswerable_fraction", lambda v: 0 <= v < 1, "in [0, 1)")
+  require(config, "data.unanswerable_fraction", lambda v: is_probability(v) and v < 1, "in [0, 1)")
   require(config, "data.abstain_answer", lambda v: isinstance(v, str) and v.strip(), "a non-empty string")
   if not d.jsonl_dir:
     require_int(config, "data.min_tokens", 1)
     require(config, "data.max_tokens", lambda v: isinstance(v, int) and v >= d.min_tokens, ">= data.min_tokens")
     require_int(config, "data.chunk_words", 1)
-    require(config, "data.distractor_ratio", lambda v: 0 <= v <= 1, "in [0, 1]")
-    require(config, "data.horizon", lambda v: v == -1 or 0 <= v <= 1, "in [0, 1], or -1 for random")
+    require(config, "data.distractor_ratio", is_probability, "in [0, 1]")
+    require(config, "data.horizon", lambda v: v == -1 or is_probability(v), "in [0, 1], or -1 for random")
   p = config.pages
-  require(config, "pages.hidden_layers", lambda v: _ints(v, 0),
+  require(config, "pages.hidden_layers", tuple_of(None, int_at_least(0)),
           "a non-empty tuple of hidden-state indices (0 = embeddings)")
   require(config, "pages.pooling", lambda v: v in pages.POOLINGS, f"one of {pages.POOLINGS}")
   require_int(config, "pages.chunk_tokens", 2)
@@ -77,35 +70,35 @@ def validate(config) -> None:
   require_int(config, "pager.depth", 1 if g.encoder == "pooled" else 0,
               "0 (pages are the soft tokens) is for slots and icae")
   require_int(config, "pager.decoder_lora_rank", 0)
-  require(config, "pager.dropout", lambda v: 0 <= v < 1, "in [0, 1)")
+  require(config, "pager.dropout", lambda v: is_probability(v) and v < 1, "in [0, 1)")
   require(config, "pager.init", lambda v: v == "" or g.encoder != "pooled", "'' for the pooled encoder")
   if g.encoder != "pooled" and g.depth == 0 and p.max_pages == 0 and config.mode != "pretrain":
     raise ConfigError("pages.max_pages", "must be set (> 0) when pages are the soft tokens (pager.depth = 0)")
   require_int(config, "sufficiency.hidden", 1)
-  require(config, "sufficiency.loss_weight", lambda v: v >= 0, ">= 0")
+  require(config, "sufficiency.loss_weight", is_non_negative, ">= 0")
   for field in ("epochs", "batch_size", "questions_per_row"):
     require_int(config, f"train.{field}", 1)
   require_int(config, "train.eval_every", 0, "0: after each epoch")
   require_int(config, "train.steps", 0, "0: train.epochs x the rows per epoch")
   require_int(config, "train.warmup_steps", 0)
   for field in ("learning_rate", "clip_norm"):
-    require(config, f"train.{field}", _positive, "positive")
-  require(config, "train.weight_decay", lambda v: v >= 0, ">= 0")
+    require(config, f"train.{field}", is_positive, "positive")
+  require(config, "train.weight_decay", is_non_negative, ">= 0")
   t = config.pretrain
   for field in ("documents", "eval_documents", "steps", "batch_size", "eval_every"):
     require_int(config, f"pretrain.{field}", 1)
   require_int(config, "pretrain.seed", 0)
   require_int(config, "pretrain.warmup_steps", 0)
   for field in ("learning_rate", "clip_norm"):
-    require(config, f"pretrain.{field}", _positive, "positive")
+    require(config, f"pretrain.{field}", is_positive, "positive")
   for field in ("weight_decay", "ae_weight", "continuation_weight", "qa_weight"):
-    require(config, f"pretrain.{field}", lambda v: v >= 0, ">= 0")
+    require(config, f"pretrain.{field}", is_non_negative, ">= 0")
   if config.mode == "pretrain" and g.encoder == "pooled":
     raise ConfigError("pager.encoder", "pretraining needs a slots or icae encoder (pooled pages are one vector)")
   require_int(config, "generation.max_new_tokens", 1)
-  require(config, "generation.repetition_penalty", _positive, "positive (1.0: none)")
+  require(config, "generation.repetition_penalty", is_positive, "positive (1.0: none)")
   require_int(config, "text_buffer.extract_max_tokens", 1)
-  require(config, "text_buffer.extract_repetition_penalty", _positive, "positive (1.0: none)")
+  require(config, "text_buffer.extract_repetition_penalty", is_positive, "positive (1.0: none)")
   require_int(config, "text_buffer.max_context_tokens", 1)
   for field, slot in (("extract", "chunk"), ("answer", "context"), ("pager", "question")):
     require(config, f"prompts.{field}", lambda v, s=slot: "{" + s + "}" in v, f"a template with {{{slot}}}")
@@ -114,17 +107,17 @@ def validate(config) -> None:
   require_int(config, "eval.latency_questions", 2, "one warm-up question is timed apart")
   require_int(config, "eval.bootstrap", 100)
   f = config.frontier
-  require(config, "frontier.encoders", lambda v: len(v) > 0 and all(e in ENCODERS for e in v), f"a tuple of {ENCODERS}")
+  require(config, "frontier.encoders", tuple_of(None, lambda e: e in ENCODERS), f"a tuple of {ENCODERS}")
   for field in ("slots_per_chunk", "icae_slots_per_chunk"):
-    require(config, f"frontier.{field}", _ints, "a tuple of positive integers")
-  require(config, "frontier.hidden_layers", lambda v: len(v) > 0 and all(_ints(x, 0) for x in v),
+    require(config, f"frontier.{field}", tuple_of(None, int_at_least(1)), "a tuple of positive integers")
+  require(config, "frontier.hidden_layers", tuple_of(None, tuple_of(None, int_at_least(0))),
           "a tuple of layer tuples")
-  require(config, "frontier.depths", lambda v: _ints(v, 0), "a tuple of aggregator depths (0: none)")
+  require(config, "frontier.depths", tuple_of(None, int_at_least(0)), "a tuple of aggregator depths (0: none)")
   for field in ("pretrain_steps", "train_steps", "num_train", "num_validation", "num_test"):
     require_int(config, f"frontier.{field}", 1)
   r = config.rot
   for field in ("distractor_ratios", "horizons"):
-    require(config, f"rot.{field}", lambda v: len(v) > 0 and all(0 <= x <= 1 for x in v), "a tuple in [0, 1]")
+    require(config, f"rot.{field}", tuple_of(None, is_probability), "a tuple in [0, 1]")
   require_int(config, "rot.questions_per_cell", 1)
   del f, r, t
 

@@ -1,4 +1,4 @@
-"""The pager's trainable model, one per `pager.encoder` (issue 13, "Page encoders"): chunks ->
+"""The pager's trainable model, one per `pager.encoder` (the `pooled`, `slots` and `icae` encoders): chunks ->
 pages -> soft tokens, plus the task markers of pretraining and the sufficiency head.
 
 - `pooled` (the published design, the reproduction arm): the stored pooled states of each chunk

@@ -1,5 +1,5 @@
 """The latent pager as a system: document inputs, question rows, the training loss, confidence and
-answers (latent-pager.md, "How It Works"; README "Soft prompt" and "Training"; issue 13).
+answers (latent-pager.md, "How It Works"; README "Soft prompt" and "Training").
 
 A row is the document's K soft tokens, then its questions in the base model's multi-question
 format: `prompts.pager` ("Question: <q>\nAnswer:") followed, in training, by the answer and EOS,

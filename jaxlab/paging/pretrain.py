@@ -1,5 +1,5 @@
-"""Pretraining a page encoder on unlimited text (issue 13, "Pretraining the encoder"; ICAE's
-autoencoding and language-modelling objectives).
+"""Pretraining a page encoder on unlimited generated text (ICAE's autoencoding
+and language-modelling objectives, plus question answering).
 
 Documents come from the synthetic world generator: the QA set's length distribution and
 distractor ratio, entities of the train split, and a seed stream of their own

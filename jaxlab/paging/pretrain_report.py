@@ -1,5 +1,5 @@
-"""summary.json, report.md and the curve of an encoder pretraining run (issue 13, "Pretraining the
-encoder": reconstruction token accuracy and exact-chunk rate against compression ratio).
+"""summary.json, report.md and the curve of an encoder pretraining run (held-out
+reconstruction token accuracy and exact-chunk rate, which the frontier sets against compression).
 
 Reads WORKDIR/pretrain_log.jsonl (one line per evaluation) and config.json; no timings enter
 summary.json, so a rebuild is byte-identical.

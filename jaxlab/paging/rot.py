@@ -1,4 +1,4 @@
-"""Context rot (issue 13, "Context rot"; latent-pager.md, the third note's distractor-ratio x
+"""Context rot (latent-pager.md, the third note's distractor-ratio x
 horizon grid): F1 per cell for the text buffer, the trained pager and the full context.
 
 The pager is the one a finished `compare` run trained (`rot.pager_workdir`: its config and its

@@ -1,5 +1,5 @@
 """Abstention: thresholds chosen on validation, gated answers, risk-coverage curves and AURC
-(issue 13, "Abstention and sufficiency"; latent-pager.md, "The experiment I would run next").
+(latent-pager.md, "The experiment I would run next").
 
 Every system answers each question and gives a confidence: the pager its sufficiency head's
 probability that the pages hold the answer, a text-reading system (text buffer, full context) the

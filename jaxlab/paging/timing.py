@@ -1,6 +1,6 @@
-"""Latency per question and peak device memory, measured the same way for every system
-(issue 8, "latency per question and peak device memory ... on the same device"; issue 13, the
-latency ratio of the headline).
+"""Latency per question and peak device memory, measured the same way for every system on the
+same device (latent-pager.md's latency and memory columns; the latency ratio of the report's
+headline and bar is computed from these latencies).
 
 Latency: questions answered one at a time (answer batch of one) from the document text with
 nothing cached: the pager runs the frozen LM over the chunks (the stored pooled states of the

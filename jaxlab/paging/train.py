@@ -1,4 +1,4 @@
-"""QA fine-tuning of the pager on the frozen LM (issue 13, "QA fine-tuning at a real scale";
+"""QA fine-tuning of the pager on the frozen LM (tens of thousands of generated questions;
 latent-pager.md, "Training Dynamics"), on the shared training pieces of `jaxlab.core.train`.
 
 Only the pager's parameters enter the optimizer (optax AdamW, linear warmup then cosine decay to
