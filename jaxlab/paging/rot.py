@@ -28,6 +28,8 @@ from jaxlab.paging import analysis, data, metrics, pager as pager_lib, train
 def trained_pager(pager_config, setup, pager_workdir: Path) -> dict:
   """The best-by-validation-F1 pager of a finished compare run, restored from its checkpoints."""
   graphdef, params = nnx.split(pager_lib.build(pager_config, setup.lm))
+  # Restored where training kept it: replicated over the mesh, beside the frozen LM's state.
+  params = jax.device_put(params, jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec()))
   fingerprint = train_lib.fingerprint({k: to_dict(pager_config)[k] for k in train.FINGERPRINT_FIELDS
                                        if k in pager_config})
   with train_lib.Checkpoints(pager_workdir / "checkpoints", fingerprint, best="selection") as ckpt:
