@@ -381,6 +381,8 @@ def test_report_headline_and_rebuild(run):
   timed = json.loads((workdir / "timing.json").read_text())
   assert "latency_ratio" not in h and set(summary["bar"]) == {"f1", "hallucination"}
   assert timed["latency_ratio"]["n"] == config.eval.latency_questions and isinstance(timed["latency_bar"], bool)
+  assert timed["latent_pager"]["ids"] == timed["text_buffer"]["ids"] and timed["cpu_ratio"]["n"] > 0
+  assert all(len(timed[s]["cpu_s"]) == len(timed[s]["latency_s"]) for s in ("latent_pager", "text_buffer"))
   rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   assert sum(not r["answerable"] for r in rows) > 0 and any(r["answers"]["full_context"] for r in rows)
   assert summary["figures"]["abstention/latent_pager"]["unanswerable"] > 0

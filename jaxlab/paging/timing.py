@@ -12,7 +12,11 @@ questions whose document fits the window) answers from the whole document and sc
 the same way. A question's chunks go in one call of `max_pages` rows (the pager's own layout; the
 text buffer's extraction and the published arm's forward get the same, rather than the
 `pages.batch_size` rows of bulk evaluation, which would make one document pay for 64 rows). One
-warm-up question first, so no compile is timed; wall time until the answer text exists.
+warm-up question per system first, so no compile is timed; wall time until the answer text
+exists, and the process's CPU time beside it. The systems take turns question by question, so a
+change in the load of a shared machine reaches all of them alike instead of whichever system's
+block of questions ran at the time (two runs of `cpu` timed in blocks gave ratios of 3.05 and
+1.83, each with a tight interval of its own).
 
 Peak memory: XLA's own account (arguments + outputs + temporaries - aliased) of each compiled
 program a system ran, and the largest of them. The same measure on CPU, GPU and TPU, independent
@@ -30,13 +34,19 @@ import numpy as np
 from jaxlab.paging import generation, pager as pager_lib, pages, text_buffer
 
 
-def _timed(fn, records) -> list[float]:
-  fn(records[0])  # compiles
-  out = []
+def _timed(systems: dict, records) -> dict:
+  """{system: (wall seconds, CPU seconds)} per question, the systems in turn on each question.
+  `systems` maps a name to (answer function, the records it answers)."""
+  for fn, mine in systems.values():
+    fn(mine[0])  # compiles
+  out = {s: ([], []) for s in systems}
   for r in records:
-    t0 = time.perf_counter()
-    fn(r)
-    out.append(time.perf_counter() - t0)
+    for s, (fn, mine) in systems.items():
+      if any(r is m for m in mine):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn(r)
+        out[s][0].append(time.perf_counter() - t0)
+        out[s][1].append(time.process_time() - c0)
   return out
 
 
@@ -44,10 +54,10 @@ ALL = ("latent_pager", "text_buffer", "full_context")
 
 
 def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, records, systems=ALL) -> dict:
-  """{system: {"latency_s": [...], "ids": [...], "peak_bytes": int}} over `records` (the full
-  context on those whose document fits, when `eval.full_context`)."""
+  """{system: {"latency_s": [...], "cpu_s": [...], "ids": [...], "peak_bytes": int}} over `records`
+  (the full context on those whose document fits, when `eval.full_context`)."""
   lm, tok, store, c = setup.lm, setup.tokenizer, setup.store, config
-  latency, ids, peak = {}, {}, {}
+  timed, peak = {}, {}
 
   rows = trained["max_pages"] if trained else c.pages.max_pages or store.settings.batch_size
   per_question = dataclasses.replace(store.settings, batch_size=rows)
@@ -68,7 +78,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
                               max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
                               batch_size=1, abstain=setup.abstain)
 
-    latency["latent_pager"], ids["latent_pager"] = _timed(pager_question, records), [r["id"] for r in records]
+    timed["latent_pager"] = (pager_question, records)
     peak["latent_pager"] = _pager_peak(setup, config, trained, per_question)
   if "text_buffer" in systems:
     one = dataclasses.replace(tb, answer_batch_size=1, extract_batch_size=rows)
@@ -77,17 +87,17 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
       one.buffers = {}  # nothing cached: every extraction is generated again
       return one.answer([r])
 
-    latency["text_buffer"], ids["text_buffer"] = _timed(text_question, records), [r["id"] for r in records]
+    timed["text_buffer"] = (text_question, records)
     peak["text_buffer"] = max(generation.generate_bytes(lm, tb.extract_settings, rows, tb.extract_width, 0),
                               generation.generate_bytes(lm, setup.settings, 1, tb.answer_width, 0))
   if "full_context" in systems and c.eval.full_context:
     fits = [r for r in records if text_buffer.fits(tok, r, c.prompts.answer, setup.settings, c.model.context_tokens)]
     if len(fits) >= 2:
-      latency["full_context"] = _timed(lambda r: text_buffer.full_context(
+      timed["full_context"] = (lambda r: text_buffer.full_context(
           lm, tok, [r], c.prompts.answer, setup.settings, c.model.context_tokens, 1, setup.abstain), fits)
-      ids["full_context"] = [r["id"] for r in fits]
-  return {s: {"latency_s": latency[s], "ids": ids[s], **({"peak_bytes": peak[s]} if s in peak else {})}
-          for s in latency}
+  seconds = _timed(timed, records)
+  return {s: {"latency_s": seconds[s][0], "cpu_s": seconds[s][1], "ids": [r["id"] for r in mine],
+              **({"peak_bytes": peak[s]} if s in peak else {})} for s, (_, mine) in timed.items()}
 
 
 def _pager_peak(setup, config, trained, per_question) -> int:
