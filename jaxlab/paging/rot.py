@@ -92,9 +92,11 @@ def report(workdir) -> Path:
   fig, axes = plt.subplots(1, len(systems), figsize=(4.2 * len(systems), 3.6), squeeze=False)
   tables = []
   for ax, s in zip(axes[0], systems):
-    m = np.full((len(ratios), len(horizons)), np.nan)
+    m, n = np.full((len(ratios), len(horizons)), np.nan), np.zeros((len(ratios), len(horizons)), int)
     for c in grid[s]:
-      m[ratios.index(c["distractor_ratio"]), horizons.index(c["horizon"])] = c["f1"]["mean"] or np.nan
+      at = ratios.index(c["distractor_ratio"]), horizons.index(c["horizon"])
+      m[at] = np.nan if c["f1"]["mean"] is None else c["f1"]["mean"]
+      n[at] = c["f1"]["n"]
     im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis", origin="lower")
     ax.set_xticks(range(len(horizons)), [f"{h:g}" for h in horizons])
     ax.set_yticks(range(len(ratios)), [f"{d:g}" for d in ratios])
@@ -107,7 +109,9 @@ def report(workdir) -> Path:
           ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7, color="w")
     tables.append((f"F1 per cell: {analysis.LABELS[s]}", report_lib.markdown_table(
         ["distractor ratio \\ horizon"] + [f"{h:g}" for h in horizons],
-        [[f"{d:g}"] + [f"{m[i, j]:.3f}" for j in range(len(horizons))] for i, d in enumerate(ratios)])))
+        # The full context answers only where a document fits the window: its cells say how many.
+        [[f"{d:g}"] + [f"{m[i, j]:.3f}" + (f" (n={n[i, j]})" if n[i, j] != config["rot"]["questions_per_cell"] else "")
+                       for j in range(len(horizons))] for i, d in enumerate(ratios)])))
   fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
   image = report_lib.save_plot(fig, workdir, "context_rot.png")
   n = len(cells[0]["records"])
