@@ -127,3 +127,8 @@ def test_bootstrap_claim_intervals():
 def test_float_noise_spread_counts_as_zero():
   row = report.compare("mean_coord_loss", ("0.6311", None), ours(0.6320, 3e-13, 8))
   assert row["method"] == report.ROUNDING and row["z"] is None and row["verdict"] == "within 10%"
+
+
+def test_a_bool_is_not_a_claims_interval():
+  with pytest.raises(TypeError, match="not a bool"):
+    report.claim("c", "p", "o", True)

@@ -128,9 +128,8 @@ def claim(text: str, published: str, ours: str, interval: dict | None = None, *,
           by_construction: bool = False) -> dict:
   """A published statement, our numbers, and its verdict on `interval` ({"diff", "ci", "n"},
   oriented so that > 0 is the published side; see `claim_verdict`)."""
-  if isinstance(interval, (bool, np.bool_)):  # the point-estimate standard, until every experiment is regraded
-    return {"claim": text, "published": published, "ours": ours,
-            "verdict": "holds" if interval else "does not hold", "interval": None, "counted": True}
+  if isinstance(interval, (bool, np.bool_)):  # a point estimate is not a verdict: it ignores the noise
+    raise TypeError(f"claim {text!r}: pass the interval of its margin ({{'diff', 'ci', 'n'}}), not a bool")
   return {"claim": text, "published": published, "ours": ours, "verdict": claim_verdict(interval, by_construction),
           "interval": interval, "counted": not by_construction}
 
