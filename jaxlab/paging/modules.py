@@ -115,7 +115,3 @@ class Pager(nnx.Module):
 
   def __call__(self, states, page_mask, key=None):
     return self.aggregator(self.compressor(states), page_mask, key)
-
-
-def count_params(module: nnx.Module) -> int:
-  return sum(x.size for x in jax.tree.leaves(nnx.state(module, nnx.Param)))
