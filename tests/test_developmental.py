@@ -4,8 +4,9 @@ program, curiosity, learning progress, the curriculum, evaluation, resumption.
 Compilation dominates on CPU, so the tests share what the smoke config compiles (`learner.learner`
 is cached by its dims and config) and test the fused program's mechanics (bitwise across device
 counts, resumption, the same learner step as the host loop) with a world that replays recorded C
-transitions; the MJX physics inside it is compiled once, by the end-to-end `--config.backend=mjx`
-smoke run. The physics itself is tests/test_physics.py's.
+transitions; the MJX physics inside it is compiled by the end-to-end `--config.backend=mjx` smoke
+run in tests/test_developmental_mjx.py (a file of its own, so the suite's workers share its minutes
+of compilation out with the rest). The physics itself is tests/test_physics.py's.
 """
 
 from __future__ import annotations
@@ -194,25 +195,6 @@ def test_fused_program_is_the_same_on_1_and_8_devices_and_resumes_bitwise(config
   again = prog.play(_rows(config, pieces, recorded, restored, meta["done"]))
   for a, b in zip(jax.tree.leaves(second), jax.tree.leaves(again)):
     np.testing.assert_array_equal(a, b)
-
-
-# -- the MJX backend end to end ------------------------------------------------------------------
-
-
-def test_mjx_smoke_end_to_end(config, tmp_path):
-  """The smoke config on the fused MJX program (CPU), one chunk of its episodes (the program is
-  the same for every chunk; its compilation is most of this test's time). Its trace builds every
-  stage's MJX model inside shard_map: the models must be built eagerly (test_physics: a later
-  MjxSim still works)."""
-  chunk = f"--config.play.episodes={config.play.episodes_per_chunk}"
-  assert main(["run", SMOKE, "--workdir", str(tmp_path), "--config.backend=mjx", chunk]) == 0
-  _, table, res = results.load(tmp_path)
-  assert np.isfinite(res["eval_stage"]).all() and np.isfinite(res["loss_world"]).all()
-  assert res["valid"].mean() > 0.95
-  fixed = table["regime"] == list(config.regimes).index("fixed_order")
-  assert (np.sort(np.unique(res["stage"][fixed])) == np.arange(len(physics.STAGES))).all()
-  summary = json.loads((tmp_path / "summary.json").read_text())
-  assert set(summary["headline"]["regimes"]) == set(config.regimes)
 
 
 # -- learner pieces --------------------------------------------------------------------------------
