@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from jaxlab import physics
 from jaxlab.core import results, train
-from jaxlab.core.config import ConfigError, require, require_int
+from jaxlab.core.config import ConfigError, is_non_negative, is_positive, require, require_int, tuple_of
 from jaxlab.developmental import analysis, curiosity, curriculum, evaluation, learner, plots, world_model
 from jaxlab.developmental import keys as keys_lib
 from jaxlab.developmental.batch import Dims
@@ -33,14 +33,6 @@ from jaxlab.developmental.population import Population
 from jaxlab.physics import api, probes
 
 ROUND_LOGS = ("surprise", "loss_world", "loss_self", "valid", "score")
-
-
-def _positive(v):
-  return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-
-
-def _tuple_of(n, ok):
-  return lambda v: isinstance(v, (tuple, list)) and len(v) == n and all(map(ok, v))
 
 
 def validate(config) -> None:
@@ -68,21 +60,21 @@ def validate(config) -> None:
   for field in ("hidden", "depth", "edge_hidden", "surprise_hidden"):
     require_int(config, f"model.{field}", 1)
   for field in ("input_scale", "delta_floor"):
-    require(config, f"model.{field}", _tuple_of(4, _positive),
+    require(config, f"model.{field}", tuple_of(4, is_positive),
             "four positive numbers (position, orientation, velocity, angular velocity)")
-  require(config, "model.event_weight", lambda v: _positive(v) or v == 0, "non-negative")
+  require(config, "model.event_weight", is_non_negative, "non-negative")
   for field in ("learning_rate", "clip_norm"):
-    require(config, f"model.{field}", _positive, "positive")
+    require(config, f"model.{field}", is_positive, "positive")
   require_int(config, "curiosity.candidates", 1)
-  require(config, "curiosity.temperature", lambda v: _positive(v) or v == 0, "non-negative (0: argmax)")
+  require(config, "curiosity.temperature", is_non_negative, "non-negative (0: argmax)")
   require_int(config, "curiosity.bins", 1, "learning-progress bins per action dimension")
   for field in ("alp_fast", "alp_slow"):
-    require(config, f"curiosity.{field}", lambda v: _positive(v) and v <= 1, "an EMA rate in (0, 1]")
-  require(config, "curriculum.threshold", _tuple_of(n_stages, lambda x: _positive(x) or x == 0),
+    require(config, f"curiosity.{field}", lambda v: is_positive(v) and v <= 1, "an EMA rate in (0, 1]")
+  require(config, "curriculum.threshold", tuple_of(n_stages, is_non_negative),
           f"{n_stages} non-negative errors, one per stage {physics.STAGES}")
   require(config, "curriculum.plateau", lambda v: isinstance(v, float), "a number (relative error decrease)")
   for field in ("fast", "slow"):
-    require(config, f"curriculum.{field}", lambda v: _positive(v) and v <= 1, "an EMA rate in (0, 1]")
+    require(config, f"curriculum.{field}", lambda v: is_positive(v) and v <= 1, "an EMA rate in (0, 1]")
   require_int(config, "curriculum.min_episodes", 1)
   require_int(config, "eval.heldout_envs", 1)
   require_int(config, "eval.probe_pairs", 2)
