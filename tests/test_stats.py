@@ -33,3 +33,26 @@ def test_paired_bootstrap_detects_shift_and_is_deterministic():
 def test_paired_bootstrap_rejects_unpaired():
   with pytest.raises(ValueError):
     stats.paired_bootstrap(np.ones(3), np.ones(4))
+
+
+def test_stratified_resamples_keep_each_unit_in_its_stratum():
+  strata = np.array([0, 1, 1, 0, 1, 2])
+  idx = stats.resample_indices(6, 500, seed=3, strata=strata)
+  assert idx.shape == (500, 6)
+  np.testing.assert_array_equal(strata[idx], np.broadcast_to(strata, idx.shape))
+  # Every member of a stratum is drawn somewhere, the lone member always.
+  assert set(idx[:, [1, 2, 4]].ravel()) == {1, 2, 4} and set(idx[:, 5]) == {5}
+  np.testing.assert_array_equal(idx, stats.resample_indices(6, 500, seed=3, strata=strata))
+  # Without strata: the draws every bootstrap here has always made.
+  np.testing.assert_array_equal(stats.resample_indices(6, 50, seed=3),
+                                np.random.default_rng(3).integers(0, 6, size=(50, 6)))
+  with pytest.raises(ValueError, match="one label per unit"):
+    stats.resample_indices(6, 5, strata=[0, 1])
+
+
+def test_stratified_claim_interval_resamples_groups_apart():
+  a, b = np.full(30, 1.0), np.r_[np.zeros(10), np.ones(10)]    # group b's mean varies, group a's never
+  units, label = np.r_[a, b], np.r_[np.zeros(30), np.ones(20)]
+  margin = lambda idx: units[idx[..., label == 0]].mean(-1) - units[idx[..., label == 1]].mean(-1)
+  out = stats.bootstrap_claim(margin, 50, 2000, seed=0, strata=label)
+  assert out["diff"] == pytest.approx(0.5) and 0.2 < out["ci"][0] < 0.5 < out["ci"][1] < 0.8

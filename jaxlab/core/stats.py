@@ -56,8 +56,26 @@ def paired_bootstrap(a, b, n_resamples: int = 10_000, confidence: float = 0.95, 
           "n": int(d.size)}
 
 
+def resample_indices(n_units: int, n_resamples: int, seed: int = 0, strata=None) -> np.ndarray:
+  """(n_resamples, n_units) unit indices drawn with replacement, the draws every bootstrap here
+  makes. With `strata` (one label per unit) each stratum is resampled within itself: position i
+  of a resample holds a unit of i's own stratum, so every resample keeps the strata's sizes (for a
+  comparison of two groups of different units, e.g. single-fact against multi-hop questions)."""
+  rng = np.random.default_rng(seed)
+  if strata is None:
+    return rng.integers(0, n_units, size=(n_resamples, n_units))
+  strata = np.asarray(strata)
+  if strata.shape != (n_units,):
+    raise ValueError(f"strata needs one label per unit ({n_units}), got shape {strata.shape}")
+  idx = np.empty((n_resamples, n_units), dtype=np.int64)
+  for label in np.unique(strata):
+    members = np.flatnonzero(strata == label)
+    idx[:, members] = members[rng.integers(0, members.size, size=(n_resamples, members.size))]
+  return idx
+
+
 def bootstrap_claim(margin_fn, n_units: int, n_resamples: int = 10_000, seed: int = 0,
-                    confidence: float = 0.95) -> dict:
+                    confidence: float = 0.95, strata=None) -> dict:
   """A percentile bootstrap interval for a claim's margin, resampling units (seeds, days, questions).
 
   `margin_fn(idx)` maps unit indices to the claim's margin, positive when the published statement
@@ -65,14 +83,15 @@ def bootstrap_claim(margin_fn, n_units: int, n_resamples: int = 10_000, seed: in
   minus the best other cell's for "peaks at"). It is called with idx of shape (n_units,) for the
   observed margin and (n_resamples, n_units) for the resamples, so it reduces over the last axis;
   one index set serves every cell, which pairs cells that share seeds. A margin_fn that cannot
-  take the batched shape is called once per resample instead.
+  take the batched shape is called once per resample instead. `strata`: resample within groups
+  (`resample_indices`).
 
   Returns {"diff": observed margin, "ci": [lo, hi] or None when n_units < 2, "n": n_units}.
   """
   observed = float(margin_fn(np.arange(n_units)))
   if n_units < 2:
     return {"diff": observed, "ci": None, "n": int(n_units)}
-  idx = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
+  idx = resample_indices(n_units, n_resamples, seed, strata)
   try:
     margins = np.asarray(margin_fn(idx), dtype=np.float64)
   except (ValueError, TypeError, IndexError):

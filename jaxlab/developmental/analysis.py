@@ -76,7 +76,7 @@ def steps_to_random(config, table, m, regime: str) -> dict | None:
 
   n = len(rows)
   observed = float(crossing(np.arange(n)))
-  idx = np.random.default_rng(config.seed).integers(0, n, (config.eval.bootstrap, n))
+  idx = stats.resample_indices(n, config.eval.bootstrap, config.seed)
   boot = crossing(idx)
   lo, hi = np.quantile(boot, [0.025, 0.975], method="inverted_cdf")    # no interpolation: never is inf
   finite = lambda x: None if not np.isfinite(x) else float(x)
