@@ -21,9 +21,11 @@ def tiny_lm(tmp_path_factory):
 
 def test_frontier_selects_on_validation_before_reading_test(tiny_lm, tmp_path):
   workdir = tmp_path / "frontier"
-  # The published pooled arm and one slots point: the pooled path end to end, and a choice to make.
+  # The published pooled arm and two slots points, without and with an aggregator: the pooled path
+  # end to end, each point's own pretrained encoder, and a choice to make.
   config = _load("smoke", tiny_lm, workdir, "--config.mode=frontier", "--config.pager.init=",
-                 "--config.frontier.encoders=('pooled','slots')", "--config.frontier.slots_per_chunk=(2,)")
+                 "--config.frontier.encoders=('pooled','slots')", "--config.frontier.slots_per_chunk=(2,)",
+                 "--config.frontier.depths=(0,1)")
   events = []
   real_select, real_answer = frontier.select, experiment.answer_split
 
@@ -45,10 +47,10 @@ def test_frontier_selects_on_validation_before_reading_test(tiny_lm, tmp_path):
   before = [e for e in events[:at[0]] if e[0] == "answer"]
   assert before and all(e[1].isdisjoint(test_ids) for e in before)  # validation only, before choosing
   assert any(e[0] == "answer" and e[1] & test_ids for e in events[at[0]:])
-  assert events[at[0]][1] == ["pooled", "slots-m2-L12-d0"]
+  assert events[at[0]][1] == ["pooled", "slots-m2-L12-d0", "slots-m2-L12-d1"]
   summary = json.loads((workdir / "summary.json").read_text())
   assert summary["selection"]["best"] in summary["selection"]["chosen"].values()
-  assert set(summary["reconstruction"]) == {"slots-m2-L12-d0"}
+  assert set(summary["reconstruction"]) == {"slots-m2-L12-d0", "slots-m2-L12-d1"}
   for image in ("frontier_f1_vs_compression.png", "frontier_f1_vs_latency.png", "frontier_hallucination_vs_latency.png",
                 "frontier_reconstruction.png"):
     assert (workdir / image).is_file()

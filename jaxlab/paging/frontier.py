@@ -6,7 +6,7 @@ Points: for each encoder in `frontier.encoders`, `pooled` at its one setting; `s
 layers and aggregator depth; and at the run's `pager.slots_per_chunk`, `slots` with every other
 `frontier.hidden_layers` and every other `frontier.depths` (a one-at-a-time sweep around the
 `cpu` setting: the full grid would cost their product). Each point pretrains its encoder
-(`frontier.pretrain_steps`; shared by points that differ only in aggregator depth) and fine-tunes
+(`frontier.pretrain_steps`; each point its own, so an aggregator is pretrained with its encoder) and fine-tunes
 the pager on QA (`frontier.train_steps`), both resumable under WORKDIR/encoders/ and
 WORKDIR/points/. Validation scores every point: F1 over all validation
 questions (the selection metric, as in training), plus F1 on the answerable ones and grounded
@@ -85,10 +85,6 @@ def point_config(config, pt: dict, mode: str = "compare"):
   return c
 
 
-def encoder_key(pt: dict) -> str:
-  return name({**pt, "depth": 0})
-
-
 def validation_scores(rows: list[dict], system: str, abstain: str) -> dict:
   answers = [r["answers"][system] for r in rows]
   ok = np.array([r.get("answerable", True) for r in rows])
@@ -122,7 +118,7 @@ def run(config, workdir: Path, setup):
     pdir = workdir / "points" / pt["name"]
     c = point_config(config, pt)
     if pt["encoder"] != "pooled":
-      edir = workdir / "encoders" / encoder_key(pt)
+      edir = workdir / "encoders" / pt["name"]
       if not (edir / "encoder" / "encoder.safetensors").is_file():
         pretrain.run(point_config(config, pt, "pretrain"), edir, setup.lm, setup.tokenizer, setup.store, setup.eos,
                      setup.mesh)
@@ -285,7 +281,8 @@ def report(workdir) -> Path:
   f = config["frontier"]
   images = plots(summary, config, timing_data, workdir)
   sections = [
-      ("What ran", f"Encoders {tuple(f['encoders'])}, slots per chunk {tuple(f['slots_per_chunk'])}, layers "
+      ("What ran", f"Encoders {tuple(f['encoders'])}, slots per chunk {tuple(f['slots_per_chunk'])} (`slots`) and "
+                   f"{tuple(f['icae_slots_per_chunk'])} (`icae`), layers "
                    f"{[tuple(x) for x in f['hidden_layers']]}, aggregator depths {tuple(f['depths'])} (one at a time "
                    f"around the `cpu` setting); per point {f['pretrain_steps']} pretraining steps and "
                    f"{f['train_steps']} QA steps; {f['num_train']} training documents, {f['num_validation']} "
