@@ -19,8 +19,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from jaxlab.core import config as config_lib
 from jaxlab.data import jsonl, long_doc_qa
-from jaxlab.lm import pretrain as lm_pretrain
-from jaxlab.paging import data, experiment, generation, metrics, model as model_lib, pages, pretrain, selective, train
+from jaxlab.lm import checkpoint_io, pretrain as lm_pretrain
+from jaxlab.paging import (data, experiment, generation, metrics, model as model_lib, pager as pager_lib, pages, pretrain,
+                           selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 
@@ -89,7 +90,7 @@ def test_slot_encoder_shapes_and_token_mask():
 
 def _slots_config(**pager):
   c = config_lib.load("configs/latent_pager.py:smoke")
-  c.pager.update(pager)
+  c.pager.update({"decoder_lora_rank": 0, **pager})   # these models are built without an LM
   c.pages.hidden_layers = (1,)
   return c
 
@@ -296,8 +297,9 @@ def run(tiny_lm, tmp_path_factory):
     mp.setattr(pretrain, "run", spy("pretrain"))
     mp.setattr(generation, "generate_tokens", tokens)
     mp.setattr(selective, "choose_threshold", choose)
+    # The encoder is pretrained without the decoder bridge and `smoke` adds one, as `pretrain` and `cpu` do.
     pre = _load("smoke", tiny_lm, pre_dir, "--config.mode=pretrain", "--config.pager.init=",
-                "--config.pretrain.steps=12", "--config.pretrain.eval_every=6")
+                "--config.pager.decoder_lora_rank=0", "--config.pretrain.steps=12", "--config.pretrain.eval_every=6")
     experiment.run(pre, pre_dir)
     workdir = root / "compare"
     config = _load("smoke", tiny_lm, workdir, f"--config.pager.init={pre_dir / 'encoder'}")
@@ -330,6 +332,16 @@ def test_autoencoding_loss_falls_and_the_encoder_ships(run, tiny_lm):
     pretrain.load(pre_dir / "encoder", other)
   with pytest.raises(ValueError, match="another LM"):
     pretrain.load(pre_dir / "encoder", config_lib.load("configs/latent_pager.py:smoke"))
+  # `smoke` has a decoder bridge and starts from this encoder, made without one: the bridge's LoRA B
+  # starts at zero, so the bridged LM answers as the frozen one (to the rounding of another program).
+  assert config.pager.decoder_lora_rank > 0 and not any(path[0] == "bridge" for path in state)
+  lm = checkpoint_io.load(tiny_lm)
+  model = pager_lib.build(config, lm)
+  b = [v.get_value() for path, v in nnx.to_flat_state(nnx.state(model.bridge)) if path[-1] == "lora_b"]
+  assert b and all(not np.any(np.asarray(x)) for x in b)
+  ids = jnp.arange(1, 13, dtype=jnp.int32).reshape(2, 6)
+  mask = jnp.ones_like(ids, bool)
+  np.testing.assert_allclose(model.decoder(lm)(ids, mask)[0], lm(ids, mask)[0], rtol=0, atol=1e-4)
 
 
 def test_qa_training_lowers_the_loss_from_the_pretrained_encoder(run):

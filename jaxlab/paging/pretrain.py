@@ -270,6 +270,9 @@ ENCODER_FIELDS = {"slots": ("pager.slots_per_chunk", "pager.encoder_depth", "pag
                             "pages.chunk_tokens"),
                   "icae": ("pager.slots_per_chunk", "pager.lora_rank")}
 COMMON_FIELDS = ("pager.encoder", "pager.depth", "pager.decoder_lora_rank")
+# An encoder made without a bridge may start a pager with one: LoRA's B starts at zero, so the
+# bridged LM answers exactly as the frozen one did at the start of fine-tuning.
+GROWS_FROM_ZERO = ("pager.decoder_lora_rank",)
 
 
 def load(folder, config) -> dict:
@@ -288,7 +291,7 @@ def load(folder, config) -> dict:
     a, b = ours[section].get(name), made[section].get(name)
     if isinstance(a, (list, tuple)):
       a, b = list(a), list(b or [])
-    if a != b:
+    if a != b and not (field in GROWS_FROM_ZERO and not b):
       raise ValueError(f"{folder}: encoder made with {field}={b!r}, this config has {a!r}")
   return {tuple(int(p) if p.isdigit() else p for p in name.split("/")): value
           for name, value in load_file(str(path)).items()}
