@@ -46,8 +46,7 @@ def paired_bootstrap(a, b, n_resamples: int = 10_000, confidence: float = 0.95, 
   d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
   if d.ndim != 1 or d.size == 0:
     raise ValueError(f"paired_bootstrap needs two equal-length 1-D samples, got {d.shape}")
-  rng = np.random.default_rng(seed)
-  idx = rng.integers(0, d.size, size=(n_resamples, d.size))
+  idx = resample_indices(d.size, n_resamples, seed)
   stats = statistic(d[idx], axis=1)
   tail = (1 - confidence) / 2
   lo, hi = np.quantile(stats, [tail, 1 - tail])
