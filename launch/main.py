@@ -157,6 +157,9 @@ def _verify(args) -> int:
 
 def main(argv=None) -> int:
   args, extra = _parser().parse_known_args(argv)
+  from jaxlab.core import cpu_threads  # before JAX starts: forced CPU devices need their own threads
+
+  cpu_threads.ensure()
   if extra and args.command != "run":
     return _error(f"{args.command} takes no {' '.join(extra)} (config overrides belong to `jaxlab run`)")
   # Imports wait until after parsing so `jaxlab --help` is instant.

@@ -6,10 +6,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from jaxlab.core import cpu_threads  # imports no JAX
+
 # Eight devices share two cores: on a loaded machine a collective's threads can take longer than
 # XLA's default wait (it then aborts the process), so the tests wait up to ten minutes.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
                            " --xla_cpu_collective_call_terminate_timeout_seconds=600").strip()
+cpu_threads.ensure()  # a thread for every forced device, so their collectives cannot starve the pool
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / "jaxlab-test-jax-cache"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 # LAPACK calls (CMA-ES's eigh) go through OpenBLAS, whose spinning worker threads fight the test

@@ -1,8 +1,10 @@
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import mesh
+from jaxlab.core import cpu_threads, mesh
 
 
 def _rowwise(x):
@@ -56,3 +58,25 @@ def test_fitted_spec_leaves_out_axes_that_do_not_fit_and_batches_split_over_data
   with jax.set_mesh(m):
     odd = jax.jit(lambda x: mesh.constrain(x * 2, "batch", "length"))(np.ones((3, 5)))
   np.testing.assert_array_equal(odd, 2 * np.ones((3, 5)))
+
+
+def test_forced_cpu_devices_get_threads_of_their_own_unless_nproc_is_set():
+  flags = "--xla_force_host_platform_device_count=2 --xla_cpu_enable_fast_math=false" \
+          " --xla_force_host_platform_device_count=8"
+  assert cpu_threads.forced_devices(flags) == 8 and cpu_threads.forced_devices("") == 1
+  env = {"XLA_FLAGS": flags}
+  cpu_threads.ensure(env)
+  assert int(env["NPROC"]) >= cpu_threads.THREADS_PER_DEVICE * 8
+  mine = {"XLA_FLAGS": flags, "NPROC": "3"}
+  cpu_threads.ensure(mine)
+  assert mine["NPROC"] == "3"
+  one = {"XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+  cpu_threads.ensure(one)
+  assert "NPROC" not in one
+
+
+def test_this_session_runs_its_forced_devices_on_a_pool_that_has_room_for_them():
+  # conftest sized the pool (NPROC); XLA names the CPU client's pool threads "tf_XLAEigen".
+  jax.devices()
+  names = [p.read_text().strip() for p in Path("/proc/self/task").glob("*/comm")]
+  assert sum(n == "tf_XLAEigen" for n in names) >= cpu_threads.THREADS_PER_DEVICE * jax.device_count()
