@@ -22,3 +22,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `benchmarks` holds the NumPy references the tests compare against
 os.chdir(ROOT)  # config paths in tests and docs are relative to the repository root
+
+# The files that take longest (minutes each, mostly compilation) start first, so that with
+# `-n 2 --dist loadfile` the two workers finish together instead of one waiting on the last long file.
+LONGEST_FIRST = ("test_paging_frontier.py", "test_developmental_mjx.py", "test_latent_pager.py", "test_lm_sharding.py",
+                 "test_benchmarks.py", "test_physics.py", "test_evolution.py", "test_org_forms.py")
+
+
+def pytest_collection_modifyitems(items):
+  rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+  items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: order within a file is kept
