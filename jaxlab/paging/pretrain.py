@@ -119,13 +119,15 @@ def loss_fn(params, graphdef, lm_graphdef, lm_state, batch, key, ae_weight, lm_w
   return loss, (jnp.sum(hits) / tokens if ae_weight else jnp.zeros(()))
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "weights"),
+@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "weights", "replicated"),
                    donate_argnames=("params", "opt_state"))
-def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, weights):
+def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, weights, replicated):
+  """One AdamW step; the new params and optimizer state stay `replicated` (as `train.train_step`)."""
   (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, graphdef, lm_graphdef, lm_state, batch,
                                                                   key, *weights)
   updates, opt_state = tx.update(grads, opt_state, params)
-  return optax.apply_updates(params, updates), opt_state, loss, acc, optax.tree.norm(grads)
+  params, opt_state = jax.lax.with_sharding_constraint((optax.apply_updates(params, updates), opt_state), replicated)
+  return params, opt_state, loss, acc, optax.tree.norm(grads)
 
 
 @functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef"))
@@ -213,7 +215,7 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
       batch = make_batch(train_docs, rows, max_pages, width, store.pad_id, per_row, rng)
       params, opt_state, loss, acc, gnorm = train_step(
           params, opt_state, lm_state, shard_batch(batch, mesh), jax.random.fold_in(root, step),
-          graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx, weights=weights)
+          graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx, weights=weights, replicated=replicated)
       train_lib.check_finite(step + 1, loss=loss, grad_norm=gnorm)
       window.append((float(loss), float(acc)))
       bar.update(1)

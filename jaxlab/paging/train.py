@@ -54,13 +54,19 @@ def _optimizer(lr, warmup, total, weight_decay, clip_norm):
   return optax.flatten(tx), schedule
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "suff_weight"),
+@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "suff_weight", "replicated"),
                    donate_argnames=("params", "opt_state"))
-def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, suff_weight):
+def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, suff_weight, replicated=None):
+  """One AdamW step. `replicated` (a sharding) keeps the new params and optimizer state where the
+  old ones were: left to itself, XLA may return some of them sharded over the mesh, and the next
+  step, given differently placed arguments, compiles again."""
   loss, grads = jax.value_and_grad(pager_lib.loss_fn)(params, graphdef, lm_graphdef, lm_state, batch, key,
                                                        suff_weight)
   updates, opt_state = tx.update(grads, opt_state, params)
-  return optax.apply_updates(params, updates), opt_state, loss, optax.tree.norm(grads)
+  params = optax.apply_updates(params, updates)
+  if replicated is not None:
+    params, opt_state = jax.lax.with_sharding_constraint((params, opt_state), replicated)
+  return params, opt_state, loss, optax.tree.norm(grads)
 
 
 @dataclasses.dataclass
@@ -196,7 +202,7 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
       batch = shard_batch(train.batch(rows, max_pages, width, pad_id, per_row), mesh)
       params, opt_state, loss, gnorm = train_step(params, opt_state, lm_state, batch, jax.random.fold_in(root, step),
                                                   graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx,
-                                                  suff_weight=suff_weight)
+                                                  suff_weight=suff_weight, replicated=replicated)
       train_lib.check_finite(step + 1, loss=loss, grad_norm=gnorm)
       losses.append(float(loss))
       bar.update(1)
