@@ -128,7 +128,10 @@ def test_qwen3_1p7b_code_path_on_a_tiny_qwen3(tmp_path):
                  "--config.text_buffer.max_context_tokens=64", "--config.eval.batch_size=4",
                  "--config.eval.latency_questions=2", "--config.eval.bootstrap=100")
   assert config.prompts.extract.startswith("Extract all key information")
+  compiled = train.train_step._cache_size()
   experiment.run(config, workdir)
+  # The pager stays replicated on the FSDP mesh, so its steps share one compiled program.
+  assert train.train_step._cache_size() == compiled + 1
   rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   assert len([r for r in rows if not r["probe"]]) == 8
   assert json.loads((workdir / "summary.json").read_text())["headline"]["pager_encoder"] == "slots"
