@@ -88,6 +88,29 @@ def test_slot_encoder_shapes_and_token_mask():
   assert not np.allclose(np.asarray(call(enc, states.at[1, 0, 0].set(9.0), mask))[1, 0], np.asarray(out)[1, 0])
 
 
+def test_pointer_pages_mix_the_chunks_own_word_embeddings():
+  enc = SlotEncoder(2, 24, chunk_tokens=6, slots=3, depth=1, heads=4, ffn=48, rate=0.0, embed_rms=0.7,
+                    pointer=True, rngs=nnx.Rngs(0))
+  call = nnx.jit(lambda m, s, mask, e: m(s, mask, None, e))
+  states = jax.random.normal(jax.random.key(1), (2, 4, 6, 2, 24))
+  embeds = jax.random.normal(jax.random.key(2), (2, 4, 6, 24))
+  mask = jnp.ones((2, 4, 6), bool).at[1, :, 4:].set(False)
+  out = np.asarray(call(enc, states, mask, embeds))
+  assert out.shape == (2, 4, 3, 24)
+  # The gate starts at 0: a chunk whose real words all share one embedding gives exactly that word.
+  word = jax.random.normal(jax.random.key(3), (24,))
+  same = jnp.where(mask[..., None], word, embeds)
+  np.testing.assert_allclose(np.asarray(call(enc, states, mask, same))[1], np.broadcast_to(word, (4, 3, 24)),
+                             rtol=1e-5, atol=1e-6)
+  # A padded token's embedding and states change nothing; a real word does.
+  np.testing.assert_array_equal(np.asarray(call(enc, states.at[1, :, 5].set(9.0), mask, embeds.at[1, :, 5].set(9.0))),
+                                out)
+  assert not np.allclose(np.asarray(call(enc, states, mask, embeds.at[1, 0, 0].set(9.0)))[1, 0], out[1, 0])
+  # With the gate open, the latent part adds to the words.
+  enc.gate[...] = jnp.asarray(1.0)
+  assert not np.allclose(np.asarray(call(enc, states, mask, embeds)), out)
+
+
 def _slots_config(**pager):
   c = config_lib.load("configs/latent_pager.py:smoke")
   c.pager.update({"decoder_lora_rank": 0, **pager})   # these models are built without an LM

@@ -13,6 +13,13 @@ at the size a word does. Each chunk becomes `slots_per_chunk` page vectors of wi
 Language Model"): the frozen LM itself, with LoRA adapters on its attention projections, reads a
 chunk followed by m learned memory tokens; their final states are the chunk's pages.
 
+`pointer`: a `SlotEncoder` whose pages can carry the chunk's exact words. Each slot also points
+into its chunk (one attention head from the slot's final state to the chunk's token states) and
+takes the pointer-weighted mixture of the frozen LM's **input embeddings** of those tokens; the
+page is that mixture plus the slot's latent vector times a learned gate (0 at the start). A sharp
+pointer hands the LM a word it knows exactly (a name it has never seen together with this
+question); a diffuse one, a blend; the latent part carries what no single word does.
+
 Compression ratio = chunk tokens / pages per chunk (96 / 16 = 6x on `cpu`).
 """
 
@@ -28,7 +35,7 @@ from jaxlab.paging.modules import LN_EPS, DecoderLayer, _keys
 
 class SlotEncoder(nnx.Module):
   def __init__(self, num_layers: int, d_lm: int, chunk_tokens: int, slots: int, depth: int, heads: int, ffn: int,
-               rate: float, embed_rms: float, *, rngs: nnx.Rngs):
+               rate: float, embed_rms: float, pointer: bool = False, *, rngs: nnx.Rngs):
     self.proj = nnx.Linear(num_layers * d_lm, d_lm, rngs=rngs)
     self.position = nnx.Param(0.02 * jax.random.normal(rngs.params(), (chunk_tokens, d_lm)))
     self.in_norm = nnx.LayerNorm(d_lm, epsilon=LN_EPS, rngs=rngs)
@@ -37,9 +44,14 @@ class SlotEncoder(nnx.Module):
     self.out_norm = nnx.LayerNorm(d_lm, epsilon=LN_EPS, rngs=rngs)
     self.out = nnx.Linear(d_lm, d_lm, rngs=rngs)
     self.scale = nnx.Param(jnp.asarray(embed_rms, jnp.float32))
+    if pointer:
+      self.point_q = nnx.Linear(d_lm, d_lm, rngs=rngs)
+      self.point_k = nnx.Linear(d_lm, d_lm, rngs=rngs)
+      self.gate = nnx.Param(jnp.zeros((), jnp.float32))
 
-  def __call__(self, states, mask, key=None):
-    """states (..., C, L, D) of one chunk's tokens, mask (..., C) -> pages (..., slots, D)."""
+  def __call__(self, states, mask, key=None, embeds=None):
+    """states (..., C, L, D) of one chunk's tokens, mask (..., C) -> pages (..., slots, D); a
+    `pointer` encoder also takes the LM's input embeddings of the chunk's tokens (..., C, D)."""
     lead, (c, l, d) = states.shape[:-3], states.shape[-3:]
     x = states.reshape(-1, c, l * d).astype(jnp.float32)
     m = mask.reshape(-1, c)
@@ -50,6 +62,11 @@ class SlotEncoder(nnx.Module):
     pages = self.out(self.out_norm(q))
     # Unit RMS per slot, then the embeddings' RMS: the frozen LM meets a slot at a word's scale.
     pages = pages * jax.lax.rsqrt(jnp.mean(pages * pages, axis=-1, keepdims=True) + 1e-6) * self.scale[...]
+    if hasattr(self, "gate"):
+      scores = jnp.einsum("bsd,bcd->bsc", self.point_q(q), self.point_k(memory)) * d ** -0.5
+      weights = jax.nn.softmax(jnp.where(m[:, None], scores, jnp.finfo(scores.dtype).min), axis=-1)
+      words = jnp.einsum("bsc,bcd->bsd", weights, embeds.reshape(-1, c, d).astype(jnp.float32))
+      pages = words + self.gate[...] * pages
     return pages.reshape(*lead, *pages.shape[1:])
 
 

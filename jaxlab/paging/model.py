@@ -7,6 +7,8 @@ pages -> soft tokens, plus the task markers of pretraining and the sufficiency h
   arm's initialisation and results do not change.
 - `slots`: every token state of the chosen layers -> `encoders.SlotEncoder` -> `slots_per_chunk`
   pages per chunk, in the LM's embedding space.
+- `pointer`: `slots` plus a pointer into the chunk: each page is the pointer-weighted mixture of
+  the chunk's token embeddings plus the slot's latent vector times a learned gate.
 - `icae`: the frozen LM itself, with LoRA adapters, reads each chunk followed by m memory tokens;
   the memory tokens' final states are the pages (`encoders.IcaeEncoder`).
 
@@ -39,7 +41,7 @@ from flax import nnx
 
 from jaxlab.paging import encoders, modules
 
-ENCODERS = ("pooled", "slots", "icae")
+ENCODERS = ("pooled", "slots", "pointer", "icae")
 
 
 class SufficiencyHead(nnx.Module):
@@ -65,9 +67,9 @@ class PagerModel(nnx.Module):
                                   dropout_rate=p.dropout, rngs=nnx.Rngs(config.seed))
     rngs = nnx.Rngs(config.seed + 1)
     self.hidden_layers = tuple(pages.hidden_layers)
-    if p.encoder == "slots":
+    if p.encoder in ("slots", "pointer"):
       self.encoder = encoders.SlotEncoder(num_layers, d_lm, pages.chunk_tokens, p.slots_per_chunk, p.encoder_depth,
-                                          p.heads, p.ffn, p.dropout, embed_rms, rngs=rngs)
+                                          p.heads, p.ffn, p.dropout, embed_rms, p.encoder == "pointer", rngs=rngs)
     elif p.encoder == "icae":
       self.encoder = encoders.IcaeEncoder(lm, p.slots_per_chunk, p.lora_rank, embed_rms, rngs=rngs)
     if p.encoder != "pooled":
@@ -95,7 +97,8 @@ class PagerModel(nnx.Module):
     b, p, c = ids.shape
     _, states = lm(ids.reshape(b * p, c), mask.reshape(b * p, c), hidden_layers=self.hidden_layers)
     states = jnp.stack(states, axis=2).reshape(b, p, c, len(self.hidden_layers), -1)
-    return self.encoder(states, mask, key), mask.any(-1)
+    embeds = lm.embed(ids) if self.kind == "pointer" else None
+    return self.encoder(states, mask, key, embeds), mask.any(-1)
 
   def soft_from_pages(self, pages, page_mask, key=None):
     """Pages (B, P, m, D) -> soft tokens (B, K, D)."""
