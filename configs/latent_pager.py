@@ -1,7 +1,9 @@
 """Latent Pager Memory vs the text buffer (latent-pager.md), on a frozen Qwen3-family LM.
 
   jaxlab run configs/latent_pager.py:pretrain --workdir checkpoints/latent_pager_pretrain   # the shipped encoder
+  jaxlab run configs/latent_pager.py:pretrain_slots --workdir checkpoints/latent_pager_pretrain_slots
   jaxlab run configs/latent_pager.py:cpu --workdir checkpoints/latent_pager_cpu            # the comparison, < 30 min
+  jaxlab run configs/latent_pager.py:cpu_slots --workdir checkpoints/latent_pager_cpu_slots  # with the slots encoder
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
   jaxlab run configs/latent_pager.py:repro --workdir checkpoints/latent_pager_repro        # the published design
@@ -12,13 +14,14 @@
   jaxlab run configs/latent_pager.py:smoke --workdir DIR --config.model.path=TINY_LM       # seconds, for tests
 
 `cpu` runs the comparison on our small word-level base model (models/lm_base): documents of
-120-480 words cut into 96-token chunks, 20% unanswerable questions, the `slots` pager started from
-the pretrained encoder in models/latent_pager_slots (made by `pretrain`), fine-tuned on tens of
-thousands of questions, with its sufficiency head; the text buffer and a full-context reference
-answer the same questions. `repro` is the reproduction arm exactly as before: the published
-`pooled` design on its first data (480 training questions, no unanswerable ones). `frontier`
-sweeps compression (slots per chunk), layers and aggregator depth on validation and scores the
-chosen points once on test. `qwen3_1p7b` runs the `cpu` pipeline on Qwen3-1.7B; what it keeps
+120-480 words cut into 96-token chunks, 20% unanswerable questions, the `pointer` pager started
+from the pretrained encoder in models/latent_pager_pointer (made by `pretrain`), fine-tuned on tens
+of thousands of questions, with its sufficiency head; the text buffer and a full-context reference
+answer the same questions. `cpu_slots` is the same with the `slots` encoder in
+models/latent_pager_slots (made by `pretrain_slots`). `repro` is the reproduction arm exactly as
+before: the published `pooled` design on its first data (480 training questions, no unanswerable
+ones). `frontier` sweeps compression (slots per chunk), layers and aggregator depth on validation
+and scores the chosen points once on test. `qwen3_1p7b` runs the `cpu` pipeline on Qwen3-1.7B; what it keeps
 from the published run and what it changes is listed in docs/latent_pager.md. Every system
 answers with the one `generation` block.
 """
@@ -81,9 +84,11 @@ def repro():
   c.eval = ml_collections.ConfigDict(dict(
       batch_size=64,                # questions per answer call, both systems (latency: one at a time)
       latency_questions=16, bootstrap=10_000,
+      pager_confidence="head",      # head | answer | head+answer: what the pager's abstention threshold reads
       full_context=False))          # the whole document in the LM's window, where it fits
   c.frontier = ml_collections.ConfigDict(dict(
-      encoders=("slots",), slots_per_chunk=(1, 2, 4, 8, 16), icae_slots_per_chunk=(1, 2, 4, 8, 16),
+      encoders=("slots",), slots_per_chunk=(1, 2, 4, 8, 16), pointer_slots_per_chunk=(1, 2, 4, 8, 16),
+      icae_slots_per_chunk=(1, 2, 4, 8, 16),
       hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
       pretrain_steps=400, train_steps=400, num_train=1_200, num_validation=150, num_test=300))
   c.rot = ml_collections.ConfigDict(dict(
@@ -111,22 +116,47 @@ def slots():
   return c
 
 
-def cpu():
+def pointer():
+  """The `pointer` pager: `slots` whose pages also point into their chunk and carry a mixture of
+  its words' embeddings (chosen on validation over `slots`, docs/latent_pager.md)."""
   c = slots()
+  c.pager.update(dict(encoder="pointer", init="models/latent_pager_pointer"))
+  return c
+
+
+def cpu():
+  c = pointer()
   c.data.num_train = 3_200   # 19,200 training questions, two epochs of 200 steps: within the 30-minute budget
   # A rank-8 LoRA bridge on the answering LM, fine-tuned with the pretrained encoder: chosen on
   # validation against the frozen decoder (docs/latent_pager.md).
   c.pager.decoder_lora_rank = 8
   c.train.update(dict(epochs=2, learning_rate=1e-3, warmup_steps=30))
+  # The pager abstains on its sufficiency head and its answer's log-probability together: chosen
+  # on validation over either alone (docs/latent_pager.md).
+  c.eval.pager_confidence = "head+answer"
+  return c
+
+
+def cpu_slots():
+  """`cpu` with the `slots` encoder shipped in models/latent_pager_slots (the previous `cpu` pager)."""
+  c = cpu()
+  c.pager.update(dict(encoder="slots", init="models/latent_pager_slots"))
   return c
 
 
 def pretrain():
-  """The encoder that ships in models/latent_pager_slots."""
-  c = slots()
+  """The encoder that ships in models/latent_pager_pointer."""
+  c = pointer()
   c.mode = "pretrain"
   c.pager.init = ""
   c.pretrain.update(dict(steps=1_200, eval_every=200))
+  return c
+
+
+def pretrain_slots():
+  """The encoder that ships in models/latent_pager_slots."""
+  c = pretrain()
+  c.pager.encoder = "slots"
   return c
 
 
@@ -139,8 +169,9 @@ def frontier():
   c.pager.init = ""
   c.pretrain.warmup_steps = 20
   c.train.update(dict(learning_rate=1e-3, warmup_steps=15))
-  c.frontier.update(dict(encoders=("pooled", "slots", "icae"), slots_per_chunk=(1, 2, 4, 8, 16),
-                         icae_slots_per_chunk=(4, 16), hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
+  c.frontier.update(dict(encoders=("pooled", "slots", "pointer", "icae"), slots_per_chunk=(1, 2, 4, 8, 16),
+                         pointer_slots_per_chunk=(4, 8, 16), icae_slots_per_chunk=(4, 16),
+                         hidden_layers=((1, 2, 3, 4), (2, 4)), depths=(0, 1),
                          pretrain_steps=200, train_steps=150, num_train=1_200, num_validation=150, num_test=300))
   return c
 
@@ -166,7 +197,8 @@ def smoke():
   c.generation.update(dict(max_new_tokens=6, repetition_penalty=1.3))
   c.text_buffer.update(dict(extract_max_tokens=8, max_context_tokens=48))
   c.eval.update(dict(batch_size=1, latency_questions=2, bootstrap=200))   # answers at batch 1: as timed
-  c.frontier.update(dict(slots_per_chunk=(1, 2), icae_slots_per_chunk=(2,), hidden_layers=((1, 2),), depths=(0,),
+  c.frontier.update(dict(slots_per_chunk=(1, 2), pointer_slots_per_chunk=(2,), icae_slots_per_chunk=(2,),
+                         hidden_layers=((1, 2),), depths=(0,),
                          pretrain_steps=2,
                          train_steps=2, num_train=16, num_validation=8, num_test=8))
   c.rot.update(dict(distractor_ratios=(0.0, 1.0), horizons=(0.0, 1.0), questions_per_cell=2))
@@ -214,5 +246,6 @@ def qwen3_1p7b_repro():
 
 
 def get_config(arg=""):
-  return select(arg, {"cpu": cpu, "repro": repro, "pretrain": pretrain, "frontier": frontier, "rot": rot,
-                      "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
+  return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "repro": repro, "pretrain": pretrain,
+                      "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "smoke": smoke,
+                      "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -1,6 +1,6 @@
 """Latent pager: modules and encoders, metrics, abstention, the JSONL importer, config errors, and
 one end-to-end run on a tiny random Qwen3 exported like the base model (no transformers or torch):
-the slots encoder pretrained (`pretrain`), then the comparison (`smoke`) started from it.
+the pointer encoder pretrained (`pretrain`), then the comparison (`smoke`) started from it.
 
 The module-scoped fixtures run both in-process once, with spies on the training entries (the LM's
 params before and after), on the one generation entry (the settings each system answered with)
@@ -390,6 +390,29 @@ def test_every_system_answers_with_the_same_settings(run):
   assert text == {shared, extract}
 
 
+def test_pager_confidences_are_the_head_the_answer_and_their_sum(run):
+  config, workdir, _, _ = run
+  assert config.eval.pager_confidence == "head+answer"   # inherited from `cpu`
+  setup = experiment.Setup(config, workdir)
+  splits = data.load(config, workdir)
+  trained = experiment.train_pager(setup, config, workdir, splits)   # finished: restores the kept checkpoint
+  val = splits["validation"][:4]
+  docs = setup.documents(config, [r["document"] for r in val])
+  got = {}
+  for kind in pager_lib.CONFIDENCES:
+    got[kind] = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
+                                 list(range(len(val))), [r["question"] for r in val], config.prompts.pager,
+                                 max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
+                                 batch_size=3, abstain=setup.abstain, confidence=kind)
+  answers = {k: a for k, (a, _) in got.items()}
+  assert answers["head"] == answers["answer"] == answers["head+answer"]
+  head, logp, both = (np.asarray(got[k][1]) for k in pager_lib.CONFIDENCES)
+  assert np.all((head > 0) & (head < 1)) and np.all(logp <= 0)
+  np.testing.assert_allclose(both, np.log(head) + logp, rtol=1e-5, atol=1e-5)
+  with pytest.raises(config_lib.ConfigError, match=r"config\.eval\.pager_confidence"):
+    config_lib.load("configs/latent_pager.py:smoke", ["--config.sufficiency.enabled=False"], experiment.validate)
+
+
 def test_thresholds_are_chosen_on_validation_only(run):
   config, workdir, seen, _ = run
   val = [json.loads(line) for line in (workdir / "validation.jsonl").read_text().splitlines()]
@@ -411,7 +434,7 @@ def test_report_headline_and_rebuild(run):
   for key in ("pager_encoder", "slots_per_chunk", "pager_f1", "text_buffer_f1", "pager_grounded_hallucination",
               "text_buffer_grounded_hallucination", "pager_aurc", "text_buffer_aurc"):
     assert key in h
-  assert h["pager_encoder"] == "slots" and h["pager_f1"]["ci"] is not None
+  assert h["pager_encoder"] == "pointer" and h["pager_f1"]["ci"] is not None
   # The wall-clock ratio and the bar's latency part live beside the latencies, not in summary.json.
   timed = json.loads((workdir / "timing.json").read_text())
   assert "latency_ratio" not in h and set(summary["bar"]) == {"f1", "hallucination"}

@@ -59,6 +59,14 @@ def test_frontier_selects_on_validation_before_reading_test(tiny_lm, tmp_path):
   assert (workdir / "summary.json").read_bytes() == text
 
 
+def test_frontier_points_sweep_each_encoder_at_its_own_counts():
+  c = config_lib.load("configs/latent_pager.py:frontier")
+  names = [pt["name"] for pt in frontier.points(c)]
+  assert names == ["pooled"] + [f"slots-m{m}-L1234-d0" for m in (1, 2, 4, 8, 16)] + [
+      "slots-m16-L24-d0", "slots-m16-L1234-d1"] + [f"pointer-m{m}-L1234-d0" for m in (4, 8, 16)] + [
+      f"icae-m{m}-L1234-d0" for m in (4, 16)]
+
+
 def test_icae_adapters_train_apart_from_the_frozen_lm(tiny_lm, tmp_path):
   """The icae encoder and a decoder bridge hold LoRA adapters of their own: a training step moves
   them and leaves every LM array bitwise unchanged, and the answering LM without the bridge is
@@ -134,4 +142,4 @@ def test_qwen3_1p7b_code_path_on_a_tiny_qwen3(tmp_path):
   assert train.train_step._cache_size() == compiled + 1
   rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   assert len([r for r in rows if not r["probe"]]) == 8
-  assert json.loads((workdir / "summary.json").read_text())["headline"]["pager_encoder"] == "slots"
+  assert json.loads((workdir / "summary.json").read_text())["headline"]["pager_encoder"] == "pointer"

@@ -106,9 +106,12 @@ def validate(config) -> None:
   require_int(config, "eval.batch_size", 1)
   require_int(config, "eval.latency_questions", 2, "one warm-up question is timed apart")
   require_int(config, "eval.bootstrap", 100)
+  require(config, "eval.pager_confidence", lambda v: v in pager_lib.CONFIDENCES, f"one of {pager_lib.CONFIDENCES}")
+  require(config, "eval.pager_confidence", lambda v: v != "head+answer" or config.sufficiency.enabled,
+          "'head' or 'answer' without the sufficiency head (sufficiency.enabled)")
   f = config.frontier
   require(config, "frontier.encoders", tuple_of(None, lambda e: e in ENCODERS), f"a tuple of {ENCODERS}")
-  for field in ("slots_per_chunk", "icae_slots_per_chunk"):
+  for field in ("slots_per_chunk", "pointer_slots_per_chunk", "icae_slots_per_chunk"):
     require(config, f"frontier.{field}", tuple_of(None, int_at_least(1)), "a tuple of positive integers")
   require(config, "frontier.hidden_layers", tuple_of(None, tuple_of(None, int_at_least(0))),
           "a tuple of layer tuples")
@@ -190,7 +193,8 @@ def answer_split(setup: Setup, config, trained: dict | None, records: list[dict]
     answers, conf = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
                                      list(range(len(records))), [r["question"] for r in records], c.prompts.pager,
                                      max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
-                                     batch_size=c.eval.batch_size, abstain=setup.abstain)
+                                     batch_size=c.eval.batch_size, abstain=setup.abstain,
+                                     confidence=c.eval.pager_confidence)
     out["latent_pager"] = {"answers": answers, "confidence": None if conf is None else conf.tolist()}
   if "text_buffer" in systems:
     answers, conf = (tb or setup.text_buffer(records)).answer(records)

@@ -1,11 +1,12 @@
 """The compression frontier: pager settings swept on validation, the
 chosen points scored once on test, against the text buffer and the full-context reference.
 
-Points: for each encoder in `frontier.encoders`, `pooled` at its one setting; `slots` at every
-`frontier.slots_per_chunk` and `icae` at every `frontier.icae_slots_per_chunk`, with the run's
-layers and aggregator depth; and at the run's `pager.slots_per_chunk`, `slots` with every other
-`frontier.hidden_layers` and every other `frontier.depths` (a one-at-a-time sweep around the
-`cpu` setting: the full grid would cost their product). Each point pretrains its encoder
+Points: for each encoder in `frontier.encoders`, `pooled` at its one setting; `slots`, `pointer`
+and `icae` at every `frontier.slots_per_chunk`, `frontier.pointer_slots_per_chunk` and
+`frontier.icae_slots_per_chunk`, with the run's layers and aggregator depth; and at the run's
+`pager.slots_per_chunk`, `slots` with every other `frontier.hidden_layers` and every other
+`frontier.depths` (a one-at-a-time sweep around the `cpu_slots` setting: the full grid would cost
+their product). Each point pretrains its encoder
 (`frontier.pretrain_steps`; each point its own, so an aggregator is pretrained with its encoder) and fine-tunes
 the pager on QA (`frontier.train_steps`), both resumable under WORKDIR/encoders/ and
 WORKDIR/points/. Validation scores every point: F1 over all validation
@@ -46,7 +47,7 @@ def points(config) -> list[dict]:
     if encoder == "pooled":
       out.append({"encoder": "pooled", "slots_per_chunk": None, "hidden_layers": base_layers, "depth": 1})
       continue
-    counts = f.icae_slots_per_chunk if encoder == "icae" else f.slots_per_chunk
+    counts = {"icae": f.icae_slots_per_chunk, "pointer": f.pointer_slots_per_chunk}.get(encoder, f.slots_per_chunk)
     variants = [(m, base_layers, base_depth) for m in counts]
     if encoder == "slots":  # the layers are the slots encoder's input (icae reads the chunk's tokens itself)
       variants += [(base_m, tuple(layers), base_depth) for layers in f.hidden_layers if tuple(layers) != base_layers]
@@ -281,10 +282,11 @@ def report(workdir) -> Path:
   f = config["frontier"]
   images = plots(summary, config, timing_data, workdir)
   sections = [
-      ("What ran", f"Encoders {tuple(f['encoders'])}, slots per chunk {tuple(f['slots_per_chunk'])} (`slots`) and "
-                   f"{tuple(f['icae_slots_per_chunk'])} (`icae`), layers "
-                   f"{[tuple(x) for x in f['hidden_layers']]}, aggregator depths {tuple(f['depths'])} (one at a time "
-                   f"around the `cpu` setting); per point {f['pretrain_steps']} pretraining steps and "
+      ("What ran", f"Encoders {tuple(f['encoders'])}, slots per chunk {tuple(f['slots_per_chunk'])} (`slots`), "
+                   f"{tuple(f.get('pointer_slots_per_chunk', ()))} (`pointer`) and {tuple(f['icae_slots_per_chunk'])} "
+                   f"(`icae`), layers {[tuple(x) for x in f['hidden_layers']]}, aggregator depths {tuple(f['depths'])} "
+                   f"(`slots`, one at a time around the `cpu_slots` setting); per point {f['pretrain_steps']} "
+                   f"pretraining steps and "
                    f"{f['train_steps']} QA steps; {f['num_train']} training documents, {f['num_validation']} "
                    f"validation and {f['num_test']} test questions. Every choice below is made on validation; the "
                    f"chosen points were scored once on test. Best pager: `{summary['selection']['best']}`."),

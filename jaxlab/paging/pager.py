@@ -225,25 +225,41 @@ def left_padded(rows: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarr
   return ids, mask
 
 
+CONFIDENCES = ("head", "answer", "head+answer")
+
+
 def answer(lm, tokenizer, graphdef, params, docs: Documents, rows: list[int], questions: list[str], template: str, *,
            max_pages: int, width: int, settings: generation.Settings, batch_size: int,
-           abstain: generation.Abstain | None = None) -> tuple[list[str], np.ndarray | None]:
-  """Greedy answers from soft tokens + question, in batches of one shape, and the sufficiency
-  head's confidence per question (None without a head). `rows[i]` is question i's document."""
+           abstain: generation.Abstain | None = None, confidence: str = "head") -> tuple[list[str], np.ndarray | None]:
+  """Greedy answers from soft tokens + question, in batches of one shape, and a confidence per
+  question (`rows[i]` is question i's document): `head`, the sufficiency head's probability (None
+  without a head); `answer`, the log-probability of the generated answer after the soft tokens and
+  the question, teacher forced (`generation.answer_logprob`, as the text systems' confidence);
+  `head+answer`, their sum in log space (the head's log-probability plus the answer's)."""
+  if confidence not in CONFIDENCES:
+    raise ValueError(f"confidence {confidence!r} is not one of {CONFIDENCES}")
   ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
   out, conf = [], []
   model = nnx.merge(graphdef, params)
-  model_has_head = hasattr(model, "sufficiency")
+  head = hasattr(model, "sufficiency") and confidence != "answer"
+  if confidence == "head+answer" and not head:
+    raise ValueError("confidence 'head+answer' needs the sufficiency head (sufficiency.enabled)")
   decoder = model.decoder(lm)  # the frozen LM, or with the pager's bridge
   for s in range(0, len(questions), batch_size):
     idx = np.arange(s, s + batch_size)
     idx = np.where(idx < len(questions), idx, s)  # a short last batch repeats its first row
-    soft = soft_tokens(graphdef, params, lm, docs.batch([rows[i] for i in idx], max_pages)).astype(lm.dtype)
-    if model_has_head:
-      conf.append(np.asarray(programs.call(*_confidence_program(graphdef, params, lm, soft, ids[idx], mask[idx]))))
-    tokens = generation.generate_tokens(decoder, ids[idx], mask[idx], settings, prefix_embeds=soft)
     keep = min(batch_size, len(questions) - s)
+    soft = soft_tokens(graphdef, params, lm, docs.batch([rows[i] for i in idx], max_pages)).astype(lm.dtype)
+    score = 0.0
+    if head:
+      p = np.asarray(programs.call(*_confidence_program(graphdef, params, lm, soft, ids[idx], mask[idx])))
+      score = p if confidence == "head" else np.log(np.maximum(p, np.finfo(np.float32).tiny))
+    tokens = generation.generate_tokens(decoder, ids[idx], mask[idx], settings, prefix_embeds=soft)
     out += generation.decode(tokenizer, tokens, settings, abstain)[:keep]
-    if model_has_head:
-      conf[-1] = conf[-1][:keep]
+    if confidence != "head":
+      prompts = [[int(t) for t, m in zip(ids[i], mask[i]) if m] for i in idx]
+      score = score + generation.answer_logprob(decoder, prompts, generation.answer_tokens(tokens, settings),
+                                                width + settings.max_new_tokens, settings, prefix_embeds=soft)
+    if head or confidence != "head":
+      conf.append(np.asarray(score)[:keep])
   return out, (np.concatenate(conf) if conf else None)

@@ -268,7 +268,8 @@ def export(model, config, folder: Path, history: list[dict]) -> Path:
 
 
 # What fixes an encoder's meaning beyond its parameter shapes (which `train.load_into` checks).
-SLOT_FIELDS = ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "pages.hidden_layers", "pages.chunk_tokens")
+SLOT_FIELDS = ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "pages.hidden_layers",
+               "pages.chunk_tokens")
 ENCODER_FIELDS = {"slots": SLOT_FIELDS, "pointer": SLOT_FIELDS,
                   "icae": ("pager.slots_per_chunk", "pager.lora_rank")}
 COMMON_FIELDS = ("pager.encoder", "pager.depth", "pager.decoder_lora_rank")

@@ -76,7 +76,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
     def pager_question(r):
       return pager_lib.answer(lm, tok, graphdef, params, Fresh(r["document"]), [0], [r["question"]], c.prompts.pager,
                               max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
-                              batch_size=1, abstain=setup.abstain)
+                              batch_size=1, abstain=setup.abstain, confidence=c.eval.pager_confidence)
 
     timed["latent_pager"] = (pager_question, records)
     peak["latent_pager"] = _pager_peak(setup, config, trained, per_question)
