@@ -138,7 +138,8 @@ def cpu():
 
 
 def cpu_slots():
-  """`cpu` with the `slots` encoder shipped in models/latent_pager_slots (the previous `cpu` pager)."""
+  """`cpu` with the `slots` encoder shipped in models/latent_pager_slots (the previous `cpu` pager,
+  which abstained on its sufficiency head alone: `--config.eval.pager_confidence=head`)."""
   c = cpu()
   c.pager.update(dict(encoder="slots", init="models/latent_pager_slots"))
   return c
