@@ -50,6 +50,8 @@ def test_frontier_selects_on_validation_before_reading_test(tiny_lm, tmp_path):
   assert events[at[0]][1] == ["pooled", "slots-m2-L12-d0", "slots-m2-L12-d1"]
   summary = json.loads((workdir / "summary.json").read_text())
   assert summary["selection"]["best"] in summary["selection"]["chosen"].values()
+  # Every chosen point abstains at a threshold of its own, chosen on validation, as the text buffer does.
+  assert set(summary["selection"]["chosen"].values()) | {"text_buffer"} <= set(summary["thresholds"])
   assert set(summary["reconstruction"]) == {"slots-m2-L12-d0", "slots-m2-L12-d1"}
   for image in ("frontier_f1_vs_compression.png", "frontier_f1_vs_latency.png", "frontier_hallucination_vs_latency.png",
                 "frontier_reconstruction.png"):

@@ -64,10 +64,11 @@ def systems_in(rows) -> list[str]:
   return [s for s in SYSTEMS if s in rows[0]["answers"]]
 
 
-def thresholds(val: list[dict], abstain: str) -> dict:
-  """Per system with a confidence: the threshold chosen on the validation questions (where it answered)."""
+def thresholds(val: list[dict], abstain: str, systems=None) -> dict:
+  """Per system with a confidence (of `systems`, by default the comparison's): the threshold
+  chosen on the validation questions (where it answered)."""
   out = {}
-  for s in systems_in(val):
+  for s in systems_in(val) if systems is None else systems:
     keep = [r for r in val if r["confidence"].get(s) is not None]
     if keep:
       out[s] = selective.choose_threshold([r["answers"][s] for r in keep], [r["confidence"][s] for r in keep],
