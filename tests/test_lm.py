@@ -113,6 +113,35 @@ def test_greedy_generation_with_repetition_penalty_matches_transformers(name, re
   assert (stopped[0, 8:] == PAD).all()
 
 
+def test_generation_scores_are_the_answer_log_probability_and_the_prompt_state(tied):
+  """`return_scores`: the same tokens; their log-probability under Hugging Face's raw logits
+  (before the penalty, up to and including EOS); the prompt's last final-norm state."""
+  hf, model, _ = tied
+  ids, mask = _prompts()
+  eos = int(_hf_generate(hf, ids, mask)[0, 7])
+  with torch.no_grad():
+    ref = hf.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=20,
+                      do_sample=False, repetition_penalty=1.3, pad_token_id=PAD, eos_token_id=eos,
+                      output_logits=True, return_dict_in_generate=True)
+    positions = (torch.tensor(mask).cumsum(-1) - 1).clamp(min=0)
+    last = hf(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), position_ids=positions,
+              output_hidden_states=True).hidden_states[-1][:, -1].numpy()
+  new = ref.sequences[:, ids.shape[1]:].numpy()
+  logp = torch.stack(ref.logits, 1).log_softmax(-1).numpy()
+  want = []
+  for row in range(len(ids)):
+    n = list(new[row]).index(eos) + 1 if eos in new[row] else new.shape[1]
+    want.append(sum(logp[row, t, new[row, t]] for t in range(n)))
+  assert eos in new[0] and eos not in new[2]  # one row stops early, one runs to the budget
+  got = generate(model, ids, mask, max_new_tokens=20, repetition_penalty=1.3, pad_id=PAD, eos_id=eos,
+                 return_scores=True)
+  plain = generate(model, ids, mask, max_new_tokens=20, repetition_penalty=1.3, pad_id=PAD, eos_id=eos)
+  np.testing.assert_array_equal(np.asarray(got.tokens), np.asarray(plain))
+  np.testing.assert_array_equal(np.asarray(got.tokens)[:, :new.shape[1]], new)
+  np.testing.assert_allclose(np.asarray(got.logprob), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(got.last_state), last, atol=1e-4, rtol=0)
+
+
 def test_repetition_penalty_is_hugging_faces():
   logits = np.random.default_rng(1).normal(size=(2, 16)).astype(np.float32)
   seen_ids = np.array([[0, 3, 3, 9], [1, 2, 15, 4]])

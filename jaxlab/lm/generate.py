@@ -15,6 +15,12 @@ since generation continues from the last column; sampling needs an explicit key.
 check is skipped when `generate` is itself traced inside another jit (the caller's values are
 not known then).
 
+With `return_scores=True` the same program also returns what a caller scoring its own answer
+needs, so it costs no second pass: each row's log-probability of the tokens it generated (up to
+and including its EOS) under the model's own distribution, the raw logits before the repetition
+penalty or temperature (what teacher forcing the answer after its prompt gives), and the
+prompt's last hidden state after the final norm (the state that predicted the first new token).
+
 One difference from Hugging Face: its repetition penalty also counts the pad ids of left padding,
 which belong to no prompt; here only tokens the mask marks real are counted.
 """
@@ -22,7 +28,7 @@ which belong to no prompt; here only tokens the mask marks real are counted.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -33,11 +39,19 @@ from jaxlab.core.mesh import constrain
 from jaxlab.lm.qwen3 import Qwen3, on_mesh, positions_from_mask, token_ids
 
 
+class Scored(NamedTuple):
+  """Generation with its scores (`generate(..., return_scores=True)`)."""
+  tokens: jax.Array      # (B, max_new_tokens) int32, `pad_id` after a row's EOS
+  logprob: jax.Array     # (B,) float32: sum of log p(token) over the row's tokens, its EOS included
+  last_state: jax.Array  # (B, D): the prompt's last hidden state, after the final norm
+
+
 def generate(model: Qwen3, input_ids, attention_mask, *, max_new_tokens: int, prefix_embeds=None,
              eos_id: int | Sequence[int] | None = None, pad_id: int = 0, greedy: bool = True,
              temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
-             key=None, lora: bool = True):
-  """New tokens (B, max_new_tokens), int32, `pad_id` after a row's EOS.
+             key=None, lora: bool = True, return_scores: bool = False):
+  """New tokens (B, max_new_tokens), int32, `pad_id` after a row's EOS; with `return_scores` a
+  `Scored` of the tokens, their log-probability and the prompt's last state.
 
   input_ids, attention_mask: (B, T), left padded. prefix_embeds: (B, K, D) soft tokens that come
   before the ids. eos_id: None uses the checkpoint's EOS ids; an id or a list of ids replaces
@@ -64,7 +78,7 @@ def generate(model: Qwen3, input_ids, attention_mask, *, max_new_tokens: int, pr
   return _run(model, graphdef, state, jnp.asarray(input_ids, jnp.int32), jnp.asarray(attention_mask, bool),
               jnp.asarray(prefix_embeds), key, jnp.asarray(eos, jnp.int32).reshape(-1), jnp.int32(pad_id),
               jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), jnp.float32(repetition_penalty),
-              max_new=max_new_tokens, greedy=greedy, lora=lora)
+              max_new=max_new_tokens, greedy=greedy, lora=lora, scores=return_scores)
 
 
 @on_mesh
@@ -99,9 +113,9 @@ def choose(logits, seen, key, temperature, top_k, top_p, penalty, *, greedy: boo
   return jax.random.categorical(key, logits).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "max_new", "greedy", "lora"))
+@functools.partial(jax.jit, static_argnames=("graphdef", "max_new", "greedy", "lora", "scores"))
 def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperature, top_k, top_p,
-              penalty, *, max_new: int, greedy: bool, lora: bool):
+              penalty, *, max_new: int, greedy: bool, lora: bool, scores: bool = False):
   model = nnx.merge(graphdef, state)
   b, k = prefix.shape[:2]
   prompt = jnp.concatenate([prefix.astype(model.dtype), model.embed(ids)], axis=1)
@@ -123,19 +137,25 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperat
     return (t < max_new) & ~jnp.all(done)
 
   def body(carry):
-    t, done, out, seen, logits, kv_valid, cache = carry
+    t, done, out, seen, logits, kv_valid, cache, logprob = carry
     token = choose(logits, seen, jax.random.fold_in(key, t), temperature, top_k, top_p, penalty,
                    greedy=greedy)
     token = jnp.where(done, pad_id, token)
+    if scores:
+      picked = jnp.take_along_axis(jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1), token[:, None], 1)[:, 0]
+      logprob = logprob + jnp.where(done, 0.0, picked)
     out = out.at[:, t].set(token)
     seen = seen.at[jnp.arange(b), token].set(True)
     done = done | jnp.isin(token, eos_ids)
     kv_valid = kv_valid.at[:, start + t].set(True)
     h, _, cache = model.step(model.embed(token[:, None]), (next_pos + t)[:, None], kv_valid, cache,
                              start + t, lora=lora)
-    return t + 1, done, out, seen, model.logits(h[:, -1]), kv_valid, cache
+    return t + 1, done, out, seen, model.logits(h[:, -1]), kv_valid, cache, logprob
 
   out = jnp.full((b, max_new), pad_id, jnp.int32)
-  carry = (jnp.int32(0), jnp.zeros((b,), bool), out, seen, logits, kv_valid, cache)
-  # Replicated, so every process can read the tokens (the model may span processes).
-  return constrain(jax.lax.while_loop(cond, body, carry)[2])
+  carry = (jnp.int32(0), jnp.zeros((b,), bool), out, seen, logits, kv_valid, cache, jnp.zeros((b,), jnp.float32))
+  carry = jax.lax.while_loop(cond, body, carry)
+  # Replicated, so every process can read them (the model may span processes).
+  if not scores:
+    return constrain(carry[2])
+  return Scored(constrain(carry[2]), constrain(carry[7]), constrain(h[:, -1]))
