@@ -294,7 +294,7 @@ def run(tiny_lm, tmp_path_factory):
   """`pretrain` (smoke-sized) then `smoke` started from its exported encoder, with spies."""
   root = tmp_path_factory.mktemp("run")
   seen = {"generate": [], "lm": {}, "thresholds": []}
-  real = {"fit": train.fit, "pretrain": pretrain.run, "tokens": generation.generate_tokens,
+  real = {"fit": train.fit, "pretrain": pretrain.run, "generate": generation.Generator.__call__,
           "choose": selective.choose_threshold}
 
   def spy(name):
@@ -306,9 +306,9 @@ def run(tiny_lm, tmp_path_factory):
       return out
     return wrapped
 
-  def tokens(lm, ids, mask, settings, prefix_embeds=None):
-    seen["generate"].append((settings, prefix_embeds is not None))
-    return real["tokens"](lm, ids, mask, settings, prefix_embeds)
+  def generate(self, ids, mask, prefix_embeds=None):
+    seen["generate"].append((self.settings, prefix_embeds is not None))
+    return real["generate"](self, ids, mask, prefix_embeds)
 
   def choose(answers, confidence, golds, abstain):
     seen["thresholds"].append(list(golds))
@@ -318,7 +318,7 @@ def run(tiny_lm, tmp_path_factory):
   with pytest.MonkeyPatch.context() as mp:
     mp.setattr(train, "fit", spy("fit"))
     mp.setattr(pretrain, "run", spy("pretrain"))
-    mp.setattr(generation, "generate_tokens", tokens)
+    mp.setattr(generation.Generator, "__call__", generate)
     mp.setattr(selective, "choose_threshold", choose)
     # The encoder is pretrained without the decoder bridge and `smoke` adds one, as `pretrain` and `cpu` do.
     pre = _load("smoke", tiny_lm, pre_dir, "--config.mode=pretrain", "--config.pager.init=",

@@ -196,11 +196,13 @@ def answer_split(setup: Setup, config, trained: dict | None, records: list[dict]
                                      batch_size=c.eval.batch_size, abstain=setup.abstain,
                                      confidence=c.eval.pager_confidence)
     out["latent_pager"] = {"answers": answers, "confidence": None if conf is None else conf.tolist()}
+  tb = tb or setup.text_buffer(records)
   if "text_buffer" in systems:
-    answers, conf = (tb or setup.text_buffer(records)).answer(records)
+    answers, conf = tb.answer(records)
     out["text_buffer"] = {"answers": answers, "confidence": conf.tolist()}
   if "full_context" in systems and c.eval.full_context:
-    answers, conf = text_buffer.full_context(setup.lm, setup.tokenizer, records, c.prompts.answer, setup.settings,
+    # The frozen LM with the answer settings: the text buffer's answerer, on the whole document.
+    answers, conf = text_buffer.full_context(tb.answerer, setup.tokenizer, records, c.prompts.answer,
                                              c.model.context_tokens, c.eval.batch_size, setup.abstain)
     out["full_context"] = {"answers": answers, "confidence": conf}
   return out

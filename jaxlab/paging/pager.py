@@ -172,41 +172,77 @@ def eval_ce(params, graphdef, lm_graphdef, lm_state, batch):
 
 
 # ----------------------------------------------------------------------------- answering
-def _soft_program(graphdef, params, lm, inputs):
-  lm_graphdef, lm_state = nnx.split(lm)
-
-  def fn(params, lm_state, inputs):
-    return nnx.merge(graphdef, params).soft_tokens(nnx.merge(lm_graphdef, lm_state), inputs)
-
-  inputs = {k: jnp.asarray(v) for k, v in inputs.items()}
-  return "soft_tokens", (graphdef, lm_graphdef), fn, params, lm_state, inputs
+CONFIDENCES = ("head", "answer", "head+answer")
 
 
-def soft_tokens(graphdef, params, lm, inputs):
-  """Soft tokens (B, K, D) of a batch of document inputs, without dropout."""
-  return programs.call(*_soft_program(graphdef, params, lm, inputs))
+class Reader:
+  """The trained pager answering questions, its programs made once: soft tokens from document
+  inputs, generation by its decoder (the frozen LM, or with the pager's bridge) after them, and
+  the sufficiency head on the state generation returns. `confidence` is what `answer` reports:
+  `head`, the sufficiency head's probability (None without a head); `answer`, the
+  log-probability of the generated answer after the soft tokens and the question (as the text
+  systems' confidence); `head+answer`, their sum in log space (the head's log-probability plus
+  the answer's). Generation returns the answer's log-probability and the state the head reads
+  (the final state at the question's last token), so neither costs a pass of its own."""
 
-
-def soft_bytes(graphdef, params, lm, inputs) -> int:
-  return programs.peak_bytes(*_soft_program(graphdef, params, lm, inputs))
-
-
-def _confidence_program(graphdef, params, lm, soft, ids, mask):
-  lm_graphdef, lm_state = nnx.split(lm)
-
-  def fn(params, lm_state, soft, ids, mask):
+  def __init__(self, lm, graphdef, params, settings: generation.Settings, confidence: str = "head"):
+    if confidence not in CONFIDENCES:
+      raise ValueError(f"confidence {confidence!r} is not one of {CONFIDENCES}")
     model = nnx.merge(graphdef, params)
-    lm = model.decoder(nnx.merge(lm_graphdef, lm_state))
-    embeds = jnp.concatenate([soft.astype(lm.dtype), lm.embed(ids)], axis=1)
-    full = jnp.concatenate([jnp.ones(soft.shape[:2], bool), mask], axis=1)
-    _, (state,) = lm(inputs_embeds=embeds, attention_mask=full, hidden_layers=(-1,))
-    return jax.nn.sigmoid(model.confidence(soft, state[:, -1:])[:, 0])
+    self.head = hasattr(model, "sufficiency") and confidence != "answer"
+    if confidence == "head+answer" and not self.head:
+      raise ValueError("confidence 'head+answer' needs the sufficiency head (sufficiency.enabled)")
+    self.confidence, self.params, self.dtype = confidence, params, lm.dtype
+    lm_graphdef, self.lm_state = nnx.split(lm)
 
-  return ("confidence", (graphdef, lm_graphdef), fn, params, lm_state, soft, jnp.asarray(ids), jnp.asarray(mask))
+    def soft(params, lm_state, inputs):
+      return nnx.merge(graphdef, params).soft_tokens(nnx.merge(lm_graphdef, lm_state), inputs).astype(self.dtype)
 
+    def head(params, soft, state):
+      return jax.nn.sigmoid(nnx.merge(graphdef, params).confidence(soft, state[:, None])[:, 0])
 
-def confidence_bytes(graphdef, params, lm, soft, ids, mask) -> int:
-  return programs.peak_bytes(*_confidence_program(graphdef, params, lm, soft, ids, mask))
+    self.soft_program = programs.Program("soft_tokens", (graphdef, lm_graphdef), soft)
+    self.head_program = programs.Program("sufficiency", graphdef, head)
+    self.generator = generation.Generator(model.decoder(lm), settings)
+
+  def soft_tokens(self, inputs):
+    """Soft tokens (B, K, D) of a batch of document inputs, without dropout, in the LM's dtype."""
+    return self.soft_program(self.params, self.lm_state, {k: jnp.asarray(v) for k, v in inputs.items()})
+
+  def answer(self, tokenizer, docs: Documents, rows: list[int], questions: list[str], template: str, *,
+             max_pages: int, width: int, batch_size: int,
+             abstain: generation.Abstain | None = None) -> tuple[list[str], np.ndarray | None]:
+    """Greedy answers from soft tokens + question, in batches of one shape, and a confidence per
+    question (`rows[i]` is question i's document)."""
+    settings = self.generator.settings
+    ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
+    out, conf = [], []
+    for s in range(0, len(questions), batch_size):
+      idx = np.arange(s, s + batch_size)
+      idx = np.where(idx < len(questions), idx, s)  # a short last batch repeats its first row
+      keep = min(batch_size, len(questions) - s)
+      soft = self.soft_tokens(docs.batch([rows[i] for i in idx], max_pages))
+      got = self.generator(ids[idx], mask[idx], prefix_embeds=soft)
+      out += generation.decode(tokenizer, got.tokens, settings, abstain)[:keep]
+      score = 0.0
+      if self.head:
+        p = np.asarray(self.head_program(self.params, soft, jnp.asarray(got.last_state)))
+        score = p if self.confidence == "head" else np.log(np.maximum(p, np.finfo(np.float32).tiny))
+      if self.confidence != "head":
+        score = score + got.logprob
+      if self.head or self.confidence != "head":
+        conf.append(np.asarray(score)[:keep])
+    return out, (np.concatenate(conf) if conf else None)
+
+  def peak_bytes(self, inputs, q_width: int) -> int:
+    """The largest of its programs' device memory for one batch of `inputs`."""
+    args = (self.params, self.lm_state, {k: jnp.asarray(v) for k, v in inputs.items()})
+    soft = self.soft_program(*args)
+    b, k = soft.shape[:2]
+    out = [self.soft_program.peak_bytes(*args), self.generator.peak_bytes(b, q_width, k)]
+    if self.head:
+      out.append(self.head_program.peak_bytes(self.params, soft, jnp.zeros((b, soft.shape[-1]), self.dtype)))
+    return max(out)
 
 
 def question_width(tokenizer, template: str, records) -> int:
@@ -225,41 +261,10 @@ def left_padded(rows: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarr
   return ids, mask
 
 
-CONFIDENCES = ("head", "answer", "head+answer")
-
-
 def answer(lm, tokenizer, graphdef, params, docs: Documents, rows: list[int], questions: list[str], template: str, *,
            max_pages: int, width: int, settings: generation.Settings, batch_size: int,
            abstain: generation.Abstain | None = None, confidence: str = "head") -> tuple[list[str], np.ndarray | None]:
-  """Greedy answers from soft tokens + question, in batches of one shape, and a confidence per
-  question (`rows[i]` is question i's document): `head`, the sufficiency head's probability (None
-  without a head); `answer`, the log-probability of the generated answer after the soft tokens and
-  the question, teacher forced (`generation.answer_logprob`, as the text systems' confidence);
-  `head+answer`, their sum in log space (the head's log-probability plus the answer's)."""
-  if confidence not in CONFIDENCES:
-    raise ValueError(f"confidence {confidence!r} is not one of {CONFIDENCES}")
-  ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
-  out, conf = [], []
-  model = nnx.merge(graphdef, params)
-  head = hasattr(model, "sufficiency") and confidence != "answer"
-  if confidence == "head+answer" and not head:
-    raise ValueError("confidence 'head+answer' needs the sufficiency head (sufficiency.enabled)")
-  decoder = model.decoder(lm)  # the frozen LM, or with the pager's bridge
-  for s in range(0, len(questions), batch_size):
-    idx = np.arange(s, s + batch_size)
-    idx = np.where(idx < len(questions), idx, s)  # a short last batch repeats its first row
-    keep = min(batch_size, len(questions) - s)
-    soft = soft_tokens(graphdef, params, lm, docs.batch([rows[i] for i in idx], max_pages)).astype(lm.dtype)
-    score = 0.0
-    if head:
-      p = np.asarray(programs.call(*_confidence_program(graphdef, params, lm, soft, ids[idx], mask[idx])))
-      score = p if confidence == "head" else np.log(np.maximum(p, np.finfo(np.float32).tiny))
-    tokens = generation.generate_tokens(decoder, ids[idx], mask[idx], settings, prefix_embeds=soft)
-    out += generation.decode(tokenizer, tokens, settings, abstain)[:keep]
-    if confidence != "head":
-      prompts = [[int(t) for t, m in zip(ids[i], mask[i]) if m] for i in idx]
-      score = score + generation.answer_logprob(decoder, prompts, generation.answer_tokens(tokens, settings),
-                                                width + settings.max_new_tokens, settings, prefix_embeds=soft)
-    if head or confidence != "head":
-      conf.append(np.asarray(score)[:keep])
-  return out, (np.concatenate(conf) if conf else None)
+  """`Reader(...).answer(...)` in one call: answers and confidences (see `Reader`)."""
+  return Reader(lm, graphdef, params, settings, confidence).answer(
+      tokenizer, docs, rows, questions, template, max_pages=max_pages, width=width, batch_size=batch_size,
+      abstain=abstain)

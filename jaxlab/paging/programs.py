@@ -1,7 +1,13 @@
-"""Compile-once programs. Every jitted call the two systems make at evaluation (the frozen forward
-over chunks, the pager's soft tokens, generation) goes through `call`, which keeps one compiled
-executable per (name, static part, argument shapes, dtypes and shardings). Nothing compiles twice, and XLA's
-memory account of the very program that ran is at hand for `timing` (no second compile to ask it).
+"""Compile-once programs. Every jitted call the systems make at evaluation (the frozen forward over
+chunks, the pager's soft tokens and sufficiency head, generation) is a `Program`: one compiled
+executable per argument signature (tree, shapes, dtypes and shardings), shared by every program of
+the same name and static part. Nothing compiles twice, and XLA's memory account of the very
+program that ran is at hand for `timing` (no second compile to ask it).
+
+A `Program` hashes its static part (the graph definitions it closes over, which are large) once,
+when it is made; a call only reads its arguments' signature. Systems that answer question after
+question make their programs once and call them, so the time `timing` measures is the programs'
+and the host work a question needs, not bookkeeping.
 """
 
 from __future__ import annotations
@@ -10,28 +16,42 @@ from typing import Callable, Hashable
 
 import jax
 
-_COMPILED: dict = {}
+_EXECUTABLES: dict = {}
 
 
-def _key(name: str, static: Hashable, args) -> tuple:
+def _signature(args) -> tuple:
   # Shardings are part of the key: an executable compiled for arrays on one mesh refuses another's.
   leaves, tree = jax.tree.flatten(args)
-  return name, static, tree, tuple((tuple(x.shape), str(x.dtype), str(getattr(x, "sharding", None))) for x in leaves)
+  return tree, tuple((x.shape, x.dtype, getattr(x, "sharding", None)) for x in leaves)
 
 
-def compiled(name: str, static: Hashable, fn: Callable, *args):
-  """The executable of `fn(*args)` (`static` names what `fn` closes over)."""
-  key = _key(name, static, args)
-  if key not in _COMPILED:
-    _COMPILED[key] = jax.jit(fn).lower(*args).compile()
-  return _COMPILED[key]
+class Program:
+  """`fn(*args)` compiled once per signature; `static` names what `fn` closes over."""
+
+  def __init__(self, name: str, static: Hashable, fn: Callable):
+    self.name, self.fn = name, fn
+    self._executables = _EXECUTABLES.setdefault((name, static), {})
+
+  def compiled(self, *args):
+    key = _signature(args)
+    exe = self._executables.get(key)
+    if exe is None:
+      exe = self._executables[key] = jax.jit(self.fn).lower(*args).compile()
+    return exe
+
+  def __call__(self, *args):
+    return self.compiled(*args)(*args)
+
+  def peak_bytes(self, *args) -> int:
+    """Device memory of the program: arguments + outputs + temporaries - aliased buffers."""
+    m = self.compiled(*args).memory_analysis()
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
 
 
 def call(name: str, static: Hashable, fn: Callable, *args):
-  return compiled(name, static, fn, *args)(*args)
+  """A one-off call of `Program(name, static, fn)`."""
+  return Program(name, static, fn)(*args)
 
 
 def peak_bytes(name: str, static: Hashable, fn: Callable, *args) -> int:
-  """Device memory of the program: arguments + outputs + temporaries - aliased buffers."""
-  m = compiled(name, static, fn, *args).memory_analysis()
-  return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
+  return Program(name, static, fn).peak_bytes(*args)

@@ -38,23 +38,21 @@ def round_up(n: int, multiple: int = 32) -> int:
   return -(-n // multiple) * multiple
 
 
-def generate_rows(lm, tokenizer, rows: list[list[int]], settings: Settings, batch_size: int, width: int,
+def generate_rows(generator: generation.Generator, tokenizer, rows: list[list[int]], batch_size: int, width: int,
                   desc: str, abstain: generation.Abstain | None = None,
                   confidence: bool = False) -> tuple[list[str], np.ndarray | None]:
   """Generated text for each prompt (token ids), in batches of one shape (batch_size, width), and
-  with `confidence` the log-probability of each generated answer."""
+  with `confidence` the log-probability of each generated answer (returned by generation itself)."""
   ids, mask = left_padded(rows, width)
   out, conf = [], []
   for s in tqdm(range(0, len(rows), batch_size), desc=desc, unit="batch", leave=False, disable=len(rows) <= batch_size):
     idx = np.arange(s, s + batch_size)
     idx = np.where(idx < len(rows), idx, s)  # a short last batch repeats its first row
-    tokens = generation.generate_tokens(lm, ids[idx], mask[idx], settings)
+    got = generator(ids[idx], mask[idx])
     keep = min(batch_size, len(rows) - s)
-    out += generation.decode(tokenizer, tokens, settings, abstain)[:keep]
+    out += generation.decode(tokenizer, got.tokens, generator.settings, abstain)[:keep]
     if confidence:
-      answers = generation.answer_tokens(tokens, settings)
-      conf.append(generation.answer_logprob(lm, [rows[i] for i in idx], answers, width + settings.max_new_tokens,
-                                            settings)[:keep])
+      conf.append(got.logprob[:keep])
   return out, (np.concatenate(conf) if confidence else None)
 
 
@@ -75,6 +73,8 @@ class TextBuffer:
 
   def __post_init__(self):
     self.buffers: dict[str, list[int]] = {}
+    self.extractor = generation.Generator(self.lm, self.extract_settings)
+    self.answerer = generation.Generator(self.lm, self.settings)
 
   @property
   def extract_width(self) -> int:
@@ -86,7 +86,7 @@ class TextBuffer:
     if missing:
       chunks = [self.store.chunks(d) for d in missing]
       rows = [wrap(self.tokenizer, self.prompts["extract"], "chunk", c) for cs in chunks for c in cs]
-      texts, _ = generate_rows(self.lm, self.tokenizer, rows, self.extract_settings,
+      texts, _ = generate_rows(self.extractor, self.tokenizer, rows,
                                self.extract_batch_size or self.store.settings.batch_size, self.extract_width, "extract")
       at = 0
       for doc, cs in zip(missing, chunks):
@@ -100,7 +100,7 @@ class TextBuffer:
     buffers = self.buffer_ids([r["document"] for r in records])
     rows = [wrap(self.tokenizer, self.prompts["answer"], "context", b, question=r["question"])
             for b, r in zip(buffers, records)]
-    return generate_rows(self.lm, self.tokenizer, rows, self.settings, self.answer_batch_size, self.answer_width,
+    return generate_rows(self.answerer, self.tokenizer, rows, self.answer_batch_size, self.answer_width,
                          "answer", self.abstain, confidence)
 
 
@@ -119,16 +119,18 @@ def fits(tokenizer, record: dict, template: str, settings: Settings, context_tok
   return len(full_prompt(tokenizer, template, record)) + settings.max_new_tokens <= context_tokens
 
 
-def full_context(lm, tokenizer, records: list[dict], template: str, settings: Settings, context_tokens: int,
+def full_context(generator: generation.Generator, tokenizer, records: list[dict], template: str, context_tokens: int,
                  batch_size: int, abstain: generation.Abstain | None = None) -> tuple[list, list]:
   """The full-context reference: the whole document in the LM's window, where the prompt and
-  `max_new_tokens` fit in `context_tokens`; (answers, log-probabilities) with None where it does not."""
+  `max_new_tokens` fit in `context_tokens`; (answers, log-probabilities) with None where it does not.
+  `generator` is the frozen LM's with the answer settings (a text buffer's `answerer`)."""
+  settings = generator.settings
   rows = [full_prompt(tokenizer, template, r) for r in records]
   fits = [i for i, row in enumerate(rows) if len(row) + settings.max_new_tokens <= context_tokens]
   answers, conf = [None] * len(records), [None] * len(records)
   if fits:
     width = round_up(max(len(rows[i]) for i in fits))
-    got, logp = generate_rows(lm, tokenizer, [rows[i] for i in fits], settings, batch_size, width, "full context",
+    got, logp = generate_rows(generator, tokenizer, [rows[i] for i in fits], batch_size, width, "full context",
                               abstain, confidence=True)
     for i, a, c in zip(fits, got, logp):
       answers[i], conf[i] = a, float(c)

@@ -5,11 +5,11 @@ headline and bar is computed from these latencies).
 Latency: questions answered one at a time (answer batch of one) from the document text with
 nothing cached: the pager runs the frozen LM over the chunks (the stored pooled states of the
 published arm are recomputed; `slots` reads the token states inside its encoder), makes its soft
-tokens, asks its sufficiency head (when it has one) and generates; the text buffer generates
-every chunk's extraction, then its answer, then scores the answer's log-probability (its
-confidence for abstaining, the counterpart of the pager's head); the full-context reference (on
-questions whose document fits the window) answers from the whole document and scores its answer
-the same way. A question's chunks go in one call of `max_pages` rows (the pager's own layout; the
+tokens and generates, then asks its sufficiency head (when it has one) about the state generation
+returned; the text buffer generates every chunk's extraction, then its answer, whose
+log-probability (its confidence for abstaining, the counterpart of the pager's head) the answer's
+generation returns; the full-context reference (on questions whose document fits the window)
+answers from the whole document and scores its answer the same way. A question's chunks go in one call of `max_pages` rows (the pager's own layout; the
 text buffer's extraction and the published arm's forward get the same, rather than the
 `pages.batch_size` rows of bulk evaluation, which would make one document pay for 64 rows). One
 warm-up question per system first, so no compile is timed; wall time until the answer text
@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from jaxlab.paging import generation, pager as pager_lib, pages, text_buffer
+from jaxlab.paging import pager as pager_lib, pages, text_buffer
 
 
 def _timed(systems: dict, records) -> dict:
@@ -62,7 +62,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
   rows = trained["max_pages"] if trained else c.pages.max_pages or store.settings.batch_size
   per_question = dataclasses.replace(store.settings, batch_size=rows)
   if "latent_pager" in systems:
-    graphdef, params = trained["graphdef"], trained["params"]
+    reader = pager_lib.Reader(lm, trained["graphdef"], trained["params"], setup.settings, c.eval.pager_confidence)
 
     class Fresh(pager_lib.Documents):
       """One document's inputs computed from its text now (pooled: the LM over its chunks)."""
@@ -74,46 +74,40 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
                       else chunks]
 
     def pager_question(r):
-      return pager_lib.answer(lm, tok, graphdef, params, Fresh(r["document"]), [0], [r["question"]], c.prompts.pager,
-                              max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
-                              batch_size=1, abstain=setup.abstain, confidence=c.eval.pager_confidence)
+      return reader.answer(tok, Fresh(r["document"]), [0], [r["question"]], c.prompts.pager,
+                           max_pages=trained["max_pages"], width=trained["q_width"], batch_size=1,
+                           abstain=setup.abstain)
 
     timed["latent_pager"] = (pager_question, records)
-    peak["latent_pager"] = _pager_peak(setup, config, trained, per_question)
+    peak["latent_pager"] = _pager_peak(setup, config, trained, reader, per_question)
+  one = dataclasses.replace(tb, answer_batch_size=1, extract_batch_size=rows)
   if "text_buffer" in systems:
-    one = dataclasses.replace(tb, answer_batch_size=1, extract_batch_size=rows)
 
     def text_question(r):
       one.buffers = {}  # nothing cached: every extraction is generated again
       return one.answer([r])
 
     timed["text_buffer"] = (text_question, records)
-    peak["text_buffer"] = max(generation.generate_bytes(lm, tb.extract_settings, rows, tb.extract_width, 0),
-                              generation.generate_bytes(lm, setup.settings, 1, tb.answer_width, 0))
+    peak["text_buffer"] = max(one.extractor.peak_bytes(rows, tb.extract_width, 0),
+                              one.answerer.peak_bytes(1, tb.answer_width, 0))
   if "full_context" in systems and c.eval.full_context:
     fits = [r for r in records if text_buffer.fits(tok, r, c.prompts.answer, setup.settings, c.model.context_tokens)]
     if len(fits) >= 2:
       timed["full_context"] = (lambda r: text_buffer.full_context(
-          lm, tok, [r], c.prompts.answer, setup.settings, c.model.context_tokens, 1, setup.abstain), fits)
+          one.answerer, tok, [r], c.prompts.answer, c.model.context_tokens, 1, setup.abstain), fits)
   seconds = _timed(timed, records)
   return {s: {"latency_s": seconds[s][0], "cpu_s": seconds[s][1], "ids": [r["id"] for r in mine],
               **({"peak_bytes": peak[s]} if s in peak else {})} for s, (_, mine) in timed.items()}
 
 
-def _pager_peak(setup, config, trained, per_question) -> int:
+def _pager_peak(setup, config, trained, reader, per_question) -> int:
   lm, store, c = setup.lm, setup.store, config
-  graphdef, params = trained["graphdef"], trained["params"]
   if c.pager.encoder == "pooled":
     inputs = dict(zip(("states", "page_mask"), pages.batch_pages(
         [np.zeros((1, len(store.settings.hidden_layers), lm.cfg.hidden_size), np.float32)], trained["max_pages"])))
   else:
     inputs = pager_lib.chunk_inputs([[[setup.pad]]], trained["max_pages"], store.settings.chunk_tokens, setup.pad)
-  soft = np.asarray(pager_lib.soft_tokens(graphdef, params, lm, inputs))
-  out = [pager_lib.soft_bytes(graphdef, params, lm, inputs),
-         generation.generate_bytes(lm, setup.settings, 1, trained["q_width"], soft.shape[1])]
+  out = [reader.peak_bytes(inputs, trained["q_width"])]
   if c.pager.encoder == "pooled":
     out.append(pages.forward_bytes(lm, per_question))
-  ids = np.zeros((1, trained["q_width"]), np.int32)
-  if c.sufficiency.enabled:
-    out.append(pager_lib.confidence_bytes(graphdef, params, lm, soft.astype(lm.dtype), ids, ids.astype(bool)))
   return max(out)
