@@ -56,3 +56,20 @@ def test_stratified_claim_interval_resamples_groups_apart():
   margin = lambda idx: units[idx[..., label == 0]].mean(-1) - units[idx[..., label == 1]].mean(-1)
   out = stats.bootstrap_claim(margin, 50, 2000, seed=0, strata=label)
   assert out["diff"] == pytest.approx(0.5) and 0.2 < out["ci"][0] < 0.5 < out["ci"][1] < 0.8
+
+
+def test_nested_bootstrap_counts_the_spread_between_seeds():
+  rng = np.random.default_rng(0)
+  units = rng.normal(scale=0.5, size=200)                    # each question's own difficulty
+  mean = lambda d: (lambda s, u: d[s[..., :, None], u[..., None, :]].mean(axis=(-2, -1)))
+  alike = units[None] + rng.normal(scale=0.01, size=(4, 200))
+  apart = units[None] + np.array([-1.0, -0.5, 0.5, 1.0])[:, None]   # seeds that disagree
+  a, b = (stats.nested_bootstrap(mean(d), 4, 200, 2_000) for d in (alike, apart))
+  assert a["diff"] == pytest.approx(alike.mean()) and a["n_seeds"] == 4 and a["n"] == 200
+  # With seeds alike the interval is the questions' own; seeds that disagree widen it.
+  per_question = stats.bootstrap_claim(lambda idx: alike.mean(0)[idx].mean(-1), 200, 2_000)
+  width = lambda r: r["ci"][1] - r["ci"][0]
+  assert width(a) == pytest.approx(width(per_question), rel=0.25)
+  assert width(b) > 4 * width(a)
+  assert b == stats.nested_bootstrap(mean(apart), 4, 200, 2_000)
+  assert stats.nested_bootstrap(mean(alike[:1]), 1, 200)["ci"] is None

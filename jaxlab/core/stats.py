@@ -1,4 +1,5 @@
-"""Statistics every experiment reports with: mean and sample sd, Wilson interval, paired bootstrap.
+"""Statistics every experiment reports with: mean and sample sd, Wilson interval, paired bootstrap,
+and a bootstrap over two levels (training seeds, and the units each seed was scored on).
 
 `wilson` is written with jax.numpy so experiments can also call it inside jitted code; the others
 work on host NumPy arrays of finished results. `bootstrap_claim` is the interval every published
@@ -100,3 +101,29 @@ def bootstrap_claim(margin_fn, n_units: int, n_resamples: int = 10_000, seed: in
   tail = (1 - confidence) / 2
   lo, hi = np.quantile(margins, [tail, 1 - tail])
   return {"diff": observed, "ci": [float(lo), float(hi)], "n": int(n_units)}
+
+
+def nested_bootstrap(margin_fn, n_seeds: int, n_units: int, n_resamples: int = 10_000, seed: int = 0,
+                     confidence: float = 0.95, block: int = 1_000) -> dict:
+  """A percentile interval for a margin that varies with two things: the training seed and the
+  units (questions) every seed was scored on. Each resample draws seeds with replacement and,
+  apart, units with replacement; the one unit draw serves every drawn seed, so systems scored on
+  the same questions stay paired. `margin_fn(seeds, units)` gets index arrays (n_seeds,) and
+  (n_units,) for the observed margin, and (B, n_seeds) and (B, n_units) for a block of B
+  resamples, reducing over the last axes (`d[s[..., :, None], u[..., None, :]].mean((-2, -1))` for
+  the mean of a (seeds, units) array d).
+
+  Returns {"diff": observed margin, "ci": [lo, hi] or None with fewer than 2 seeds, "n_seeds",
+  "n": n_units}.
+  """
+  observed = float(margin_fn(np.arange(n_seeds), np.arange(n_units)))
+  if n_seeds < 2:
+    return {"diff": observed, "ci": None, "n_seeds": int(n_seeds), "n": int(n_units)}
+  rng = np.random.default_rng(seed)
+  seeds = rng.integers(0, n_seeds, size=(n_resamples, n_seeds))
+  units = rng.integers(0, n_units, size=(n_resamples, n_units))
+  margins = np.concatenate([np.asarray(margin_fn(seeds[i:i + block], units[i:i + block]), dtype=np.float64)
+                            for i in range(0, n_resamples, block)])
+  tail = (1 - confidence) / 2
+  lo, hi = np.quantile(margins, [tail, 1 - tail])
+  return {"diff": observed, "ci": [float(lo), float(hi)], "n_seeds": int(n_seeds), "n": int(n_units)}
