@@ -6,6 +6,7 @@
   jaxlab run configs/latent_pager.py:cpu_slots --workdir checkpoints/latent_pager_cpu_slots  # with the slots encoder
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
+  jaxlab run configs/latent_pager.py:seeds --workdir checkpoints/latent_pager_seeds        # cpu over training seeds
   jaxlab run configs/latent_pager.py:repro --workdir checkpoints/latent_pager_repro        # the published design
   jaxlab run configs/latent_pager.py:qwen3_1p7b --workdir checkpoints/latent_pager_qwen3 \
       --config.model.path=/path/to/Qwen3-1.7B                                             # an accelerator
@@ -21,7 +22,7 @@ answer the same questions. `cpu_slots` is the same with the `slots` encoder in
 models/latent_pager_slots (made by `pretrain_slots`). `repro` is the reproduction arm exactly as
 before: the published `pooled` design on its first data (480 training questions, no unanswerable
 ones). `frontier` sweeps compression (slots per chunk), layers and aggregator depth on validation
-and scores the chosen points once on test. `qwen3_1p7b` runs the `cpu` pipeline on Qwen3-1.7B; what it keeps
+and scores the chosen points once on test. `seeds` runs `cpu` once per training seed. `qwen3_1p7b` runs the `cpu` pipeline on Qwen3-1.7B; what it keeps
 from the published run and what it changes is listed in docs/latent_pager.md. Every system
 answers with the one `generation` block.
 """
@@ -36,7 +37,7 @@ def repro():
   one set of generation settings for both systems and EOS in the answer targets."""
   c = ml_collections.ConfigDict()
   c.experiment = "latent_pager"
-  c.mode = "compare"               # compare | pretrain | frontier | rot
+  c.mode = "compare"               # compare | pretrain | frontier | rot | seeds
   c.seed = 0
   c.model = ml_collections.ConfigDict(dict(
       path="models/lm_base", dtype="float32", eos_token="<eos>", pad_token="<pad>",
@@ -66,7 +67,8 @@ def repro():
   c.train = ml_collections.ConfigDict(dict(
       epochs=6, steps=0,            # steps > 0 replaces epochs x rows per epoch
       batch_size=16, questions_per_row=1, eval_every=0,   # 0: evaluate after each epoch
-      learning_rate=1e-3, warmup_steps=30, weight_decay=0.05, clip_norm=1.0))
+      learning_rate=1e-3, warmup_steps=30, weight_decay=0.05, clip_norm=1.0,
+      seed=-1))                     # the pager's training seed (its fresh parts' init, row order, dropout); -1: `seed`
   c.pretrain = ml_collections.ConfigDict(dict(
       seed=1009, documents=20_000, eval_documents=256, steps=3_000, batch_size=16, eval_every=250,
       learning_rate=1e-3, warmup_steps=100, weight_decay=0.01, clip_norm=1.0,
@@ -94,6 +96,8 @@ def repro():
   c.rot = ml_collections.ConfigDict(dict(
       pager_workdir="checkpoints/latent_pager_cpu",   # the trained pager (and its config) the grid reads
       distractor_ratios=(0.0, 0.25, 0.5, 0.75, 1.0), horizons=(0.0, 0.25, 0.5, 0.75, 1.0), questions_per_cell=40))
+  # The `seeds` study: the comparison once per training seed (`train.seed`), the same data and encoder.
+  c.seeds = ml_collections.ConfigDict(dict(train_seeds=(0, 1, 2, 3)))
   return c
 
 
@@ -183,6 +187,14 @@ def rot():
   return c
 
 
+def seeds():
+  """`cpu` once per training seed in `seeds.train_seeds` (the data, the shipped encoder and the
+  text buffer are the same in every run): the bar per seed and over seeds."""
+  c = cpu()
+  c.mode = "seeds"
+  return c
+
+
 def smoke():
   c = cpu()
   c.data.update(dict(min_tokens=60, max_tokens=300, chunk_words=40, num_train=16, num_validation=8, num_test=12,
@@ -203,6 +215,7 @@ def smoke():
                          pretrain_steps=2,
                          train_steps=2, num_train=16, num_validation=8, num_test=8))
   c.rot.update(dict(distractor_ratios=(0.0, 1.0), horizons=(0.0, 1.0), questions_per_cell=2))
+  c.seeds.train_seeds = (0, 1)
   return c
 
 
@@ -248,5 +261,5 @@ def qwen3_1p7b_repro():
 
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "repro": repro, "pretrain": pretrain,
-                      "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "smoke": smoke,
-                      "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
+                      "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
+                      "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -459,3 +459,33 @@ def test_context_rot_grid_reads_the_trained_pager(run, tiny_lm, tmp_path):
   summary = json.loads((rot_dir / "summary.json").read_text())
   assert set(summary["cells"]) == {"latent_pager", "text_buffer", "full_context"}
   assert len(summary["cells"]["latent_pager"]) == 4 and (rot_dir / "context_rot.png").is_file()
+
+
+def test_seeds_train_apart_on_the_same_data_and_are_graded_over_seeds(run, tiny_lm, tmp_path):
+  _, compare_dir, _, pre_dir = run
+  workdir = tmp_path / "seeds"
+  config = _load("smoke", tiny_lm, workdir, "--config.mode=seeds", f"--config.pager.init={pre_dir / 'encoder'}")
+  assert tuple(config.seeds.train_seeds) == (0, 1) and config.train.seed == -1
+  experiment.run(config, workdir)
+  preds = {s: [json.loads(line) for line in (workdir / "seeds" / f"seed_{s}" / "predictions.jsonl").read_text()
+               .splitlines()] for s in (0, 1)}
+  assert json.loads((workdir / "seeds" / "seed_1" / "config.json").read_text())["train"]["seed"] == 1
+  # The default training seed is the run's seed: seed 0 of the study is the `smoke` run itself.
+  ours = [json.loads(line) for line in (compare_dir / "predictions.jsonl").read_text().splitlines()]
+  assert [r["answers"] for r in preds[0]] == [r["answers"] for r in ours]
+  assert [r["confidence"] for r in preds[0]] == [r["confidence"] for r in ours]
+  # Another seed trains another pager on the same questions; the text buffer does not change.
+  assert [r["id"] for r in preds[1]] == [r["id"] for r in preds[0]]
+  assert [r["answers"]["text_buffer"] for r in preds[1]] == [r["answers"]["text_buffer"] for r in preds[0]]
+  history = {s: json.loads((workdir / "seeds" / f"seed_{s}" / "history.json").read_text()) for s in (0, 1)}
+  assert history[0][0] == history[1][0]                       # both start from the same pretrained pager
+  assert [h["val_loss"] for h in history[0][1:]] != [h["val_loss"] for h in history[1][1:]]
+  summary = json.loads((workdir / "summary.json").read_text())
+  over = summary["intervals"]["over_seeds/f1/latent_pager-text_buffer"]
+  assert over["n_seeds"] == 2 and over["ci"] is not None
+  assert set(summary["bar"]["per_seed"]) == {"0", "1"} and set(summary["bar"]["over_seeds"]) == {"f1", "hallucination"}
+  timed = json.loads((workdir / "timing.json").read_text())
+  assert timed["over_seeds"]["latency_ratio"]["n_seeds"] == 2 and "latency_ratio" not in json.dumps(summary)
+  before = (workdir / "summary.json").read_bytes()
+  experiment.report(workdir)
+  assert (workdir / "summary.json").read_bytes() == before and "over seeds" in (workdir / "report.md").read_text()

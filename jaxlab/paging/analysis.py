@@ -339,7 +339,7 @@ def _cell(figures, key, digits=4):
   return "n/a" if not stat or stat.get("mean") is None else f"{stat['mean']:.{digits}f}"
 
 
-def _diff(intervals, key, digits=4):
+def diff_text(intervals, key, digits=4):
   b = intervals.get(key)
   if not b:
     return "n/a"
@@ -347,7 +347,7 @@ def _diff(intervals, key, digits=4):
   return f"{b['diff']:+.{digits}f}{ci}"
 
 
-def _ci(stat, digits=4):
+def ci_text(stat, digits=4):
   if not stat:
     return "n/a"
   ci = "" if stat.get("ci") is None else f" [{stat['ci'][0]:.{digits}f}, {stat['ci'][1]:.{digits}f}]"
@@ -365,11 +365,11 @@ def tables(summary: dict, systems: list[str], n: dict) -> list[tuple[str, str]]:
     for m in ("f1", "f1_raw") + ANSWER_METRICS[1:]:
       pub = published.FIGURES.get((t, m), ("", ""))
       rows.append([NAMES[m], *pub] + [_cell(figs, f"{t}/{s}/{m}") for s in systems]
-                  + [_diff(iv, f"{t}/{m}/latent_pager-{s}") if m != "f1_raw" else "" for s in others])
+                  + [diff_text(iv, f"{t}/{m}/latent_pager-{s}") if m != "f1_raw" else "" for s in others])
     if t == "all":
       rows.append([NAMES["consistency"], "not computed", "not computed"]
                   + [_cell(figs, f"all/{s}/consistency") for s in systems]
-                  + [_diff(iv, "all/consistency/latent_pager-text_buffer") if s == "text_buffer" else ""
+                  + [diff_text(iv, "all/consistency/latent_pager-text_buffer") if s == "text_buffer" else ""
                      for s in others])
       rows.append(["Peak device memory (GB)", *published.FIGURES[("all", "peak_memory_gb")]]
                   + [_cell(figs, f"all/{s}/peak_memory_gb") for s in systems] + [""] * len(others))
@@ -395,8 +395,8 @@ def abstention_table(summary, systems) -> str:
       ["system", "threshold (chosen on validation)", "abstained", "abstain precision", "abstain recall",
        "grounded hallucination, every question", "AURC (1 - F1)", "AURC (hallucination)"], rows)
   diffs = [f"- pager - {LABELS[s]}: grounded hallucination "
-           f"{_diff(iv, f'every/hallucination_grounded/latent_pager-{s}')}, AURC "
-           f"{_diff(iv, f'aurc/error/latent_pager-{s}')}" for s in systems if s != "latent_pager"]
+           f"{diff_text(iv, f'every/hallucination_grounded/latent_pager-{s}')}, AURC "
+           f"{diff_text(iv, f'aurc/error/latent_pager-{s}')}" for s in systems if s != "latent_pager"]
   return table + "\n\n" + "\n".join(diffs)
 
 
@@ -411,9 +411,9 @@ def latency_section(timing: dict) -> str:
   text = report_lib.markdown_table(["system", "latency per question (s)", "sd", "CPU seconds per question", "n"],
                                    rows)
   if ratio:
-    text += (f"\n\nText buffer / pager mean latency: **{_ci(ratio, 2)}x** (paired bootstrap over the timed questions; "
+    text += (f"\n\nText buffer / pager mean latency: **{ci_text(ratio, 2)}x** (paired bootstrap over the timed questions; "
              "published 2.55x = 19.55 s / 7.65 s)"
-             + (f"; in CPU time {_ci(cpu_ratio, 2)}x" if cpu_ratio else "")
+             + (f"; in CPU time {ci_text(cpu_ratio, 2)}x" if cpu_ratio else "")
              + ". The systems take turns question by question. Wall times differ run to run on a shared machine, "
              "so these figures stay in timing.json, out of summary.json.")
   return text
@@ -422,7 +422,7 @@ def latency_section(timing: dict) -> str:
 def headline_section(h: dict, b: dict, timing: dict) -> str:
   h = {**h, "latency_ratio": timing.get("latency_ratio")}   # from timing.json: a wall-clock figure
   rows = [[k, h[k] if isinstance(h[k], (str, int)) or h[k] is None else
-           (_ci(h[k]) if "mean" in h[k] else _diff({k: h[k]}, k))] for k in h]
+           (ci_text(h[k]) if "mean" in h[k] else diff_text({k: h[k]}, k))] for k in h]
   latency = timing.get("latency_bar")
   verdict = "**met**" if b["f1"] and b["hallucination"] and latency else "**not met**"
   text = (f"The bar: pager F1 not below the text buffer's (interval of the difference reaches 0: {b['f1']}), no "

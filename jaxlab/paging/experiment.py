@@ -12,6 +12,7 @@
 - `pretrain`: pretrain the encoder (`pretrain.py`) and export it to WORKDIR/encoder.
 - `frontier`: the compression sweep (`frontier.py`).
 - `rot`: the context-rot grid on a trained pager (`rot.py`).
+- `seeds`: `compare` once per training seed (`seeds.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from jaxlab.paging import (analysis, data, generation, pages, pager as pager_lib
 from jaxlab.paging.model import ENCODERS
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-MODES = ("compare", "pretrain", "frontier", "rot")
+MODES = ("compare", "pretrain", "frontier", "rot", "seeds")
 
 
 def validate(config) -> None:
@@ -84,6 +85,9 @@ def validate(config) -> None:
   for field in ("learning_rate", "clip_norm"):
     require(config, f"train.{field}", is_positive, "positive")
   require(config, "train.weight_decay", is_non_negative, ">= 0")
+  require_int(config, "train.seed", -1, "-1: the run's seed")
+  require(config, "seeds.train_seeds", lambda v: tuple_of(None, int_at_least(0))(v) and len(set(v)) == len(v),
+          "a tuple of distinct non-negative training seeds")
   t = config.pretrain
   for field in ("documents", "eval_documents", "steps", "batch_size", "eval_every"):
     require_int(config, f"pretrain.{field}", 1)
@@ -259,6 +263,9 @@ def _run(config, workdir: Path):
   if config.mode == "frontier":
     from jaxlab.paging import frontier
     return frontier.run(config, workdir, Setup(config, workdir))
+  if config.mode == "seeds":
+    from jaxlab.paging import seeds
+    return seeds.run(config, workdir)
   from jaxlab.paging import rot
   return rot.run(config, workdir)
 
@@ -272,6 +279,9 @@ def report(workdir):
   if mode == "frontier":
     from jaxlab.paging import frontier
     return frontier.report(workdir)
+  if mode == "seeds":
+    from jaxlab.paging import seeds
+    return seeds.report(workdir)
   if mode == "rot":
     from jaxlab.paging import rot
     return rot.report(workdir)

@@ -44,6 +44,13 @@ from jaxlab.paging import encoders, modules
 ENCODERS = ("pooled", "slots", "pointer", "icae")
 
 
+def training_seed(config) -> int:
+  """The pager's training seed: `train.seed`, or the run's `seed` when it is -1 (the default, so a
+  config without its own training seed trains exactly as before)."""
+  s = config.train.get("seed", -1)
+  return config.seed if s < 0 else s
+
+
 class SufficiencyHead(nnx.Module):
   def __init__(self, d: int, hidden: int, *, rngs: nnx.Rngs):
     self.norm = nnx.LayerNorm(2 * d, epsilon=modules.LN_EPS, rngs=rngs)
@@ -64,8 +71,8 @@ class PagerModel(nnx.Module):
     if p.encoder == "pooled":
       self.pooled = modules.Pager(num_layers, d_lm, compressor_hidden=p.compressor_hidden, d_page=p.d_page,
                                   num_soft_tokens=p.num_soft_tokens, depth=p.depth, heads=p.heads, ffn=p.ffn,
-                                  dropout_rate=p.dropout, rngs=nnx.Rngs(config.seed))
-    rngs = nnx.Rngs(config.seed + 1)
+                                  dropout_rate=p.dropout, rngs=nnx.Rngs(training_seed(config)))
+    rngs = nnx.Rngs(training_seed(config) + 1)
     self.hidden_layers = tuple(pages.hidden_layers)
     if p.encoder in ("slots", "pointer"):
       self.encoder = encoders.SlotEncoder(num_layers, d_lm, pages.chunk_tokens, p.slots_per_chunk, p.encoder_depth,

@@ -6,7 +6,8 @@ Only the pager's parameters enter the optimizer (optax AdamW, linear warmup then
 A row is one document's soft tokens and up to `train.questions_per_row` of its questions (the
 published run used one question per step); rows are sharded over the mesh's batch axes (data x
 fsdp), parameters replicated (the pager is small). The step key is fold_in(seed, step) and the
-epoch order a function of (seed, epoch), so a resumed run repeats the same steps.
+epoch order a function of (seed, epoch), so a resumed run repeats the same steps; the seed is
+`train.seed` (`model.training_seed`: the run's `seed` unless set).
 
 `train.steps` (when > 0) replaces `train.epochs` x the rows per epoch as the length of the run.
 Every `train.eval_every` steps (0: at the end of each epoch): the validation loss (teacher
@@ -35,6 +36,7 @@ from tqdm.auto import tqdm
 from jaxlab.core import mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import to_dict
 from jaxlab.paging import metrics, pager as pager_lib
+from jaxlab.paging.model import training_seed
 
 
 def optimizer(config, total_steps: int):
@@ -166,7 +168,7 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
 
   # Dropout keys use the "rbg" generator (XLA's RngBitGenerator): the same stream for a given seed,
   # and far less to compile than threefry, which inlines every draw into the step.
-  root = jax.random.key(config.seed, impl="rbg")
+  root = jax.random.key(training_seed(config), impl="rbg")
   suff_weight = float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0
   lead = jax.process_index() == 0
   log = train_lib.Metrics(workdir, "train_log")
@@ -197,7 +199,7 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
     for step in range(start, total):
       epoch, i = divmod(step, per_epoch)
       if epoch not in order:
-        order = {epoch: epoch_rows(len(train.texts), t.batch_size, config.seed, epoch)}
+        order = {epoch: epoch_rows(len(train.texts), t.batch_size, training_seed(config), epoch)}
       rows = order[epoch][i]
       batch = shard_batch(train.batch(rows, max_pages, width, pad_id, per_row), mesh)
       params, opt_state, loss, gnorm = train_step(params, opt_state, lm_state, batch, jax.random.fold_in(root, step),

@@ -1,0 +1,195 @@
+"""The comparison once per training seed: is the verdict a property of the pager, or of one run?
+
+The data (`seed`), the pretrained encoder and the text buffer are the same in every run; the
+training seed (`train.seed`) changes what fine-tuning starts from and sees: the initialisation of
+what the pretrained encoder does not hold (on `cpu`, the decoder bridge's LoRA A; its B starts at
+zero, so every seed starts from the same pager) and the order of the training rows (and dropout,
+where it is not 0). Each seed is a whole
+`compare` run in WORKDIR/seeds/seed_<s> (resumable, with its own summary, report and timing).
+
+The study's summary puts every seed's headline figures side by side and grades the bar twice:
+per seed, on that run's intervals over test questions (as `compare` grades it), and over seeds,
+on a nested bootstrap (`core.stats.nested_bootstrap`: seeds and questions resampled together), so
+the interval holds the spread between training runs as well as the questions'. The latency
+ratios are wall-clock figures and stay out of summary.json (timing.json, report.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from jaxlab.core import report as report_lib
+from jaxlab.core.config import to_dict
+from jaxlab.core.stats import describe, nested_bootstrap
+from jaxlab.paging import analysis
+
+PARTS = (("f1", "F1, answerable questions"), ("hallucination_grounded", "grounded hallucination, every question"))
+
+
+def seed_config(config, seed: int):
+  """The `compare` config of one training seed."""
+  c = copy.deepcopy(config)
+  c.mode = "compare"
+  c.train.seed = int(seed)
+  return c
+
+
+def seed_dir(workdir: Path, seed: int) -> Path:
+  return Path(workdir) / "seeds" / f"seed_{seed}"
+
+
+def run(config, workdir: Path):
+  from jaxlab.paging import experiment  # the compare run (experiment imports this module lazily)
+
+  for s in config.seeds.train_seeds:
+    sub = seed_dir(workdir, s)
+    sub.mkdir(parents=True, exist_ok=True)
+    c = seed_config(config, s)
+    if jax.process_index() == 0:
+      (sub / "config.json").write_text(json.dumps(to_dict(c), indent=1) + "\n")
+    if not (sub / "summary.json").is_file():
+      experiment.compare(c, sub)
+  return report(workdir) if jax.process_index() == 0 else None
+
+
+# ----------------------------------------------------------------------------- report
+def _scored(sub: Path) -> dict:
+  """One seed's gated answers scored as its `compare` summary scores them."""
+  config, rows, val, history, timing = analysis.load(sub)
+  abstain = config["data"]["abstain_answer"]
+  main = [r for r in rows if not r["probe"]]
+  chosen = analysis.thresholds(val, abstain, ("latent_pager", "text_buffer"))
+  sc = {s: analysis.scores(main, analysis.final_answers(main, s, chosen, abstain), abstain)
+        for s in ("latent_pager", "text_buffer")}
+  return {"ids": [r["id"] for r in main], "answerable": np.array([r.get("answerable", True) for r in main]),
+          "scores": sc, "text_answers": [r["answers"]["text_buffer"] for r in main], "history": history,
+          "timing": timing, "summary": json.loads((sub / "summary.json").read_text())}
+
+
+def summarize(config: dict, runs: dict[int, dict]) -> dict:
+  seeds = sorted(runs)
+  first = runs[seeds[0]]
+  for s in seeds:
+    if runs[s]["ids"] != first["ids"] or runs[s]["text_answers"] != first["text_answers"]:
+      raise ValueError(f"seed {s}: its test questions or text-buffer answers differ from seed {seeds[0]}'s; the "
+                       "seeds of one study must share the data and the text buffer")
+  ok = first["answerable"]
+  boots, rseed = config["eval"]["bootstrap"], config["seed"]
+  figures, intervals, per_seed = {}, {}, {}
+  for metric, _ in PARTS:
+    sel = ok if metric == "f1" else np.ones_like(ok)
+    text = first["scores"]["text_buffer"][metric][sel]
+    pager = np.stack([runs[s]["scores"]["latent_pager"][metric][sel] for s in seeds])   # (seeds, questions)
+    figures[f"text_buffer/{metric}"] = describe(text)
+    for i, s in enumerate(seeds):
+      figures[f"seed_{s}/latent_pager/{metric}"] = describe(pager[i])
+    figures[f"over_seeds/latent_pager/{metric}"] = describe(pager.mean(axis=1))   # sd: between seeds
+    d = pager - text[None]
+    intervals[f"over_seeds/{metric}/latent_pager-text_buffer"] = nested_bootstrap(
+        lambda si, ui: d[si[..., :, None], ui[..., None, :]].mean(axis=(-2, -1)), len(seeds), d.shape[1], boots,
+        rseed)
+  for s in seeds:
+    h = runs[s]["summary"]["headline"]
+    best = max(runs[s]["history"], key=lambda r: (r["val_f1"], -r["step"]))
+    figures[f"seed_{s}/best_val_f1"] = {"mean": best["val_f1"], "sd": None, "n": 1}
+    intervals[f"seed_{s}/f1/latent_pager-text_buffer"] = h["pager_minus_text_buffer_f1"]
+    intervals[f"seed_{s}/hallucination_grounded/latent_pager-text_buffer"] = \
+        h["pager_minus_text_buffer_grounded_hallucination"]
+    per_seed[str(s)] = {"kept_step": best["step"], **runs[s]["summary"]["bar"]}
+  over = {"pager_minus_text_buffer_f1": intervals["over_seeds/f1/latent_pager-text_buffer"],
+          "pager_minus_text_buffer_grounded_hallucination":
+              intervals["over_seeds/hallucination_grounded/latent_pager-text_buffer"]}
+  bar = {"per_seed": per_seed, "over_seeds": analysis.bar(over)}
+  return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
+          "figures": figures, "intervals": intervals, "bar": bar}
+
+
+def latency(config: dict, runs: dict[int, dict]) -> dict:
+  """Per seed, each run's latency ratio (text buffer / pager); over seeds, the ratio of mean
+  latencies with a nested bootstrap over seeds and timed questions (wall clock: timing.json)."""
+  seeds = sorted(runs)
+  per_seed = {str(s): {"latency_ratio": runs[s]["timing"].get("latency_ratio"),
+                       "latency_bar": runs[s]["timing"].get("latency_bar")} for s in seeds}
+  lat = {k: np.stack([np.asarray(runs[s]["timing"][k]["latency_s"]) for s in seeds])
+         for k in ("text_buffer", "latent_pager")}
+  pick = lambda x, si, ui: x[si[..., :, None], ui[..., None, :]].mean(axis=(-2, -1))
+  out = nested_bootstrap(lambda si, ui: pick(lat["text_buffer"], si, ui) / pick(lat["latent_pager"], si, ui),
+                         len(seeds), lat["text_buffer"].shape[1], config["eval"]["bootstrap"], config["seed"])
+  ratio = {"mean": out["diff"], "ci": out["ci"], "n": out["n"], "n_seeds": out["n_seeds"]}
+  return {"per_seed": per_seed, "over_seeds": {"latency_ratio": ratio, "latency_bar": analysis.latency_bar(ratio)}}
+
+
+def plot(summary: dict, workdir: Path) -> str:
+  seeds, iv = summary["train_seeds"], summary["intervals"]
+  fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+  for ax, (metric, label) in zip(axes, PARTS):
+    keys = [f"seed_{s}/{metric}/latent_pager-text_buffer" for s in seeds] + [
+        f"over_seeds/{metric}/latent_pager-text_buffer"]
+    names = [f"seed {s}" for s in seeds] + ["over seeds"]
+    for i, k in enumerate(keys):
+      lo, hi = iv[k]["ci"] if iv[k]["ci"] else (iv[k]["diff"],) * 2
+      ax.errorbar([i], [iv[k]["diff"]], yerr=[[iv[k]["diff"] - lo], [hi - iv[k]["diff"]]], fmt="s" if i == len(
+          seeds) else "o", color="black" if i == len(seeds) else "tab:blue", capsize=3)
+    ax.axhline(0, color="grey", ls="--")
+    ax.set_xticks(range(len(names)), names, fontsize=7)
+    ax.set_title(f"pager - text buffer: {label}", fontsize=8)
+  return report_lib.save_plot(fig, workdir, "seeds.png")
+
+
+def report(workdir) -> Path:
+  workdir = Path(workdir)
+  config = json.loads((workdir / "config.json").read_text())
+  runs = {s: _scored(seed_dir(workdir, s)) for s in config["seeds"]["train_seeds"]}
+  summary = summarize(config, runs)
+  report_lib.write_json(workdir / "summary.json", summary)
+  timing = latency(config, runs)
+  report_lib.write_json(workdir / "timing.json", timing)
+  figs, iv, b = summary["figures"], summary["intervals"], summary["bar"]
+  cell = lambda k: analysis.diff_text(iv, k)
+  rows = []
+  for s in summary["train_seeds"]:
+    t, part = timing["per_seed"][str(s)], b["per_seed"][str(s)]
+    rows.append([s, f"{part['kept_step']} ({figs[f'seed_{s}/best_val_f1']['mean']:.3f})",
+                 f"{figs[f'seed_{s}/latent_pager/f1']['mean']:.4f}", cell(f"seed_{s}/f1/latent_pager-text_buffer"),
+                 f"{figs[f'seed_{s}/latent_pager/hallucination_grounded']['mean']:.4f}",
+                 cell(f"seed_{s}/hallucination_grounded/latent_pager-text_buffer"),
+                 analysis.ci_text(t["latency_ratio"], 2) if t["latency_ratio"] else "n/a",
+                 " / ".join(str(v) for v in (part["f1"], part["hallucination"], t["latency_bar"]))])
+  o, ot = b["over_seeds"], timing["over_seeds"]
+  rows.append(["over seeds", "", f"{figs['over_seeds/latent_pager/f1']['mean']:.4f} (sd "
+               f"{figs['over_seeds/latent_pager/f1']['sd'] or 0:.4f})", cell("over_seeds/f1/latent_pager-text_buffer"),
+               f"{figs['over_seeds/latent_pager/hallucination_grounded']['mean']:.4f} (sd "
+               f"{figs['over_seeds/latent_pager/hallucination_grounded']['sd'] or 0:.4f})",
+               cell("over_seeds/hallucination_grounded/latent_pager-text_buffer"),
+               analysis.ci_text(ot["latency_ratio"], 2), " / ".join(str(v) for v in (o["f1"], o["hallucination"],
+                                                                                   ot["latency_bar"]))])
+  held = {k: sum(bool(b["per_seed"][str(s)][k]) for s in summary["train_seeds"]) for k in ("f1", "hallucination")}
+  held["latency"] = sum(bool(timing["per_seed"][str(s)]["latency_bar"]) for s in summary["train_seeds"])
+  n = len(summary["train_seeds"])
+  met = o["f1"] and o["hallucination"] and ot["latency_bar"]
+  sections = [
+      ("What ran", f"The comparison of variant `{config.get('variant')}` once per training seed "
+                   f"{tuple(summary['train_seeds'])} (`train.seed`; the data, the encoder `{config['pager']['init']}` "
+                   "and the text buffer are the same in every run, and every run answered the same test questions; "
+                   "the text buffer's answers are identical across seeds). Each run is in `seeds/seed_<s>/` with its "
+                   "own report."),
+      ("The bar per seed and over seeds",
+       f"Over seeds: F1 part {o['f1']}, hallucination part {o['hallucination']}, latency part {ot['latency_bar']} "
+       f"(>= {analysis.BAR_SPEEDUP}x): **{'met' if met else 'not met'}**. Per seed, the parts hold in "
+       f"{held['f1']}, {held['hallucination']} and {held['latency']} of {n} runs.\n\n"
+       f"Text buffer: F1 {figs['text_buffer/f1']['mean']:.4f}, grounded hallucination "
+       f"{figs['text_buffer/hallucination_grounded']['mean']:.4f}. Per seed, the intervals are that run's paired "
+       "bootstraps over test questions; over seeds, a nested bootstrap resampling seeds and questions together "
+       f"({config['eval']['bootstrap']:,} resamples), so they hold the spread between training runs. Latency ratios "
+       "are text buffer / pager mean seconds (timing.json).\n\n" + report_lib.markdown_table(
+           ["training seed", "kept step (val F1)", "pager F1", "F1 - text buffer", "pager hallucination",
+            "hallucination - text buffer", "latency ratio", "bar parts (F1 / hallucination / latency)"], rows)),
+      report_lib.plots_section([plot(summary, workdir)]),
+  ]
+  return report_lib.write_report(workdir, "Latent pager over training seeds", sections)
