@@ -60,24 +60,27 @@ def pool(states, mask, pooling: str):
   return jnp.sum(states.astype(jnp.float32) * weights, axis=1) / jnp.maximum(jnp.sum(weights, axis=1), 1.0)
 
 
-def _forward(lm, settings: PageSettings, ids, mask):
-  graphdef, state = nnx.split(lm)
+class Forward:
+  """The frozen LM on right-padded chunks (N, C) -> pooled hidden states (N, L, D) in float32:
+  one program, made once for the LM and the page settings."""
 
-  def fn(state, ids, mask):
-    _, states = nnx.merge(graphdef, state)(ids, mask, hidden_layers=settings.hidden_layers)
-    return jnp.stack([pool(s, mask, settings.pooling) for s in states], axis=1).astype(jnp.float32)
+  def __init__(self, lm, settings: PageSettings):
+    graphdef, self.state = nnx.split(lm)
+    self.settings = settings
 
-  return "forward", (graphdef, settings.hidden_layers, settings.pooling), fn, state, jnp.asarray(ids), jnp.asarray(mask)
+    def fn(state, ids, mask):
+      _, states = nnx.merge(graphdef, state)(ids, mask, hidden_layers=settings.hidden_layers)
+      return jnp.stack([pool(s, mask, settings.pooling) for s in states], axis=1).astype(jnp.float32)
 
+    self.program = programs.Program("forward", (graphdef, settings.hidden_layers, settings.pooling), fn)
 
-def pooled_states(lm, ids, mask, settings: PageSettings):
-  """The frozen LM on right-padded chunks (N, C) -> pooled hidden states (N, L, D) in float32."""
-  return programs.call(*_forward(lm, settings, ids, mask))
+  def __call__(self, ids, mask):
+    return self.program(self.state, jnp.asarray(ids), jnp.asarray(mask))
 
-
-def forward_bytes(lm, settings: PageSettings) -> int:
-  ids = np.zeros((settings.batch_size, settings.chunk_tokens), np.int32)
-  return programs.peak_bytes(*_forward(lm, settings, ids, ids.astype(bool)))
+  def peak_bytes(self) -> int:
+    """Device memory of the program on one call of `settings.batch_size` chunks."""
+    ids = np.zeros((self.settings.batch_size, self.settings.chunk_tokens), np.int32)
+    return self.program.peak_bytes(self.state, jnp.asarray(ids), jnp.asarray(ids.astype(bool)))
 
 
 def chunk_batch(chunks: list[list[int]], width: int, rows: int, pad_id: int):
@@ -90,14 +93,13 @@ def chunk_batch(chunks: list[list[int]], width: int, rows: int, pad_id: int):
   return ids, mask
 
 
-def states_of_chunks(lm, chunks: list[list[int]], settings: PageSettings, pad_id: int) -> np.ndarray:
-  """Pooled states (len(chunks), L, D) in fixed-shape batches (one compiled program)."""
-  out = []
+def states_of_chunks(forward: Forward, chunks: list[list[int]], pad_id: int) -> np.ndarray:
+  """Pooled states (len(chunks), L, D) in batches of `forward.settings.batch_size` (one shape)."""
+  settings, out = forward.settings, []
   for s in range(0, len(chunks), settings.batch_size):
     part = chunks[s:s + settings.batch_size]
     ids, mask = chunk_batch(part, settings.chunk_tokens, settings.batch_size, pad_id)
-    states = pooled_states(lm, ids, mask, settings)
-    out.append(np.asarray(states)[:len(part)])
+    out.append(np.asarray(forward(ids, mask))[:len(part)])
   return np.concatenate(out)
 
 
@@ -120,6 +122,7 @@ class PageStore:
     self.directory = Path(directory)
     self.directory.mkdir(parents=True, exist_ok=True)
     self.lm, self.tokenizer, self.settings, self.pad_id = lm, tokenizer, settings, pad_id
+    self._forward = None
     self.prefix = hashlib.sha256(f"{model_key}|{settings}".encode()).hexdigest()[:16]
     self.cache: dict[str, np.ndarray] = {}
     self.computed = 0  # documents whose states this store computed (not read back)
@@ -146,8 +149,9 @@ class PageStore:
       flat = [c for chunks in per_doc for c in chunks]
       bar = tqdm(total=len(flat), desc=desc, unit="chunk", disable=jax.process_index() != 0)
       out = []
+      self._forward = self._forward or Forward(self.lm, self.settings)
       for s in range(0, len(flat), self.settings.batch_size * 8):
-        out.append(states_of_chunks(self.lm, flat[s:s + self.settings.batch_size * 8], self.settings, self.pad_id))
+        out.append(states_of_chunks(self._forward, flat[s:s + self.settings.batch_size * 8], self.pad_id))
         bar.update(len(flat[s:s + self.settings.batch_size * 8]))
       bar.close()
       states = np.concatenate(out)

@@ -63,6 +63,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
   per_question = dataclasses.replace(store.settings, batch_size=rows)
   if "latent_pager" in systems:
     reader = pager_lib.Reader(lm, trained["graphdef"], trained["params"], setup.settings, c.eval.pager_confidence)
+    forward = pages.Forward(lm, per_question) if c.pager.encoder == "pooled" else None
 
     class Fresh(pager_lib.Documents):
       """One document's inputs computed from its text now (pooled: the LM over its chunks)."""
@@ -70,8 +71,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
       def __init__(self, document):
         self.kind, self.store = c.pager.encoder, store
         chunks = store.chunks(document)
-        self.items = [pages.states_of_chunks(lm, chunks, per_question, setup.pad) if self.kind == "pooled"
-                      else chunks]
+        self.items = [pages.states_of_chunks(forward, chunks, setup.pad) if self.kind == "pooled" else chunks]
 
     def pager_question(r):
       return reader.answer(tok, Fresh(r["document"]), [0], [r["question"]], c.prompts.pager,
@@ -79,7 +79,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
                            abstain=setup.abstain)
 
     timed["latent_pager"] = (pager_question, records)
-    peak["latent_pager"] = _pager_peak(setup, config, trained, reader, per_question)
+    peak["latent_pager"] = _pager_peak(setup, config, trained, reader, forward)
   one = dataclasses.replace(tb, answer_batch_size=1, extract_batch_size=rows)
   if "text_buffer" in systems:
 
@@ -100,7 +100,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
               **({"peak_bytes": peak[s]} if s in peak else {})} for s, (_, mine) in timed.items()}
 
 
-def _pager_peak(setup, config, trained, reader, per_question) -> int:
+def _pager_peak(setup, config, trained, reader, forward) -> int:
   lm, store, c = setup.lm, setup.store, config
   if c.pager.encoder == "pooled":
     inputs = dict(zip(("states", "page_mask"), pages.batch_pages(
@@ -108,6 +108,6 @@ def _pager_peak(setup, config, trained, reader, per_question) -> int:
   else:
     inputs = pager_lib.chunk_inputs([[[setup.pad]]], trained["max_pages"], store.settings.chunk_tokens, setup.pad)
   out = [reader.peak_bytes(inputs, trained["q_width"])]
-  if c.pager.encoder == "pooled":
-    out.append(pages.forward_bytes(lm, per_question))
+  if forward is not None:
+    out.append(forward.peak_bytes())
   return max(out)
