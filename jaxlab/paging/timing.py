@@ -9,11 +9,13 @@ tokens and generates, then asks its sufficiency head (when it has one) about the
 returned; the text buffer generates every chunk's extraction, then its answer, whose
 log-probability (its confidence for abstaining, the counterpart of the pager's head) the answer's
 generation returns; the full-context reference (on questions whose document fits the window)
-answers from the whole document and scores its answer the same way. A question's chunks go in one call of `max_pages` rows (the pager's own layout; the
-text buffer's extraction and the published arm's forward get the same, rather than the
-`pages.batch_size` rows of bulk evaluation, which would make one document pay for 64 rows). One
-warm-up question per system first, so no compile is timed; wall time until the answer text
-exists, and the process's CPU time beside it. The systems take turns question by question, so a
+answers from the whole document and scores its answer the same way. A question's chunks go in
+one call of `max_pages` rows (the pager's own layout; the text buffer's extraction and the
+published arm's forward get the same, rather than the `pages.batch_size` rows of bulk
+evaluation, which would make one document pay for 64 rows). Every system's programs are made
+before the first question (`pager.Reader`, the text buffer's generators), and one warm-up
+question per system compiles them, so no compile and no setup is timed; wall time until the
+answer text exists, and the process's CPU time beside it. The systems take turns question by question, so a
 change in the load of a shared machine reaches all of them alike instead of whichever system's
 block of questions ran at the time (two runs of `cpu` timed in blocks gave ratios of 3.05 and
 1.83, each with a tight interval of its own).
