@@ -34,7 +34,7 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.stats import describe, paired_bootstrap
-from jaxlab.paging import analysis, data, metrics, pretrain, pretrain_report, selective, timing
+from jaxlab.paging import analysis, data, metrics, pretrain, pretrain_report, timing
 
 ABSTAIN_FREE = ("f1", "hallucination_grounded")
 
