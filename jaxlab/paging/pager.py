@@ -217,10 +217,7 @@ class Reader:
     settings = self.generator.settings
     ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
     out, conf = [], []
-    for s in range(0, len(questions), batch_size):
-      idx = np.arange(s, s + batch_size)
-      idx = np.where(idx < len(questions), idx, s)  # a short last batch repeats its first row
-      keep = min(batch_size, len(questions) - s)
+    for idx, keep in fixed_batches(len(questions), batch_size):
       soft = self.soft_tokens(docs.batch([rows[i] for i in idx], max_pages))
       got = self.generator(ids[idx], mask[idx], prefix_embeds=soft)
       out += generation.decode(tokenizer, got.tokens, settings, abstain)[:keep]
@@ -248,6 +245,16 @@ class Reader:
 def question_width(tokenizer, template: str, records) -> int:
   """The one prompt width (a multiple of 16) of every pager generation call of a run."""
   return -(-max(len(prompt_ids(tokenizer, template, r["question"])) for r in records) // 16) * 16
+
+
+def fixed_batches(n: int, batch_size: int) -> list[tuple[np.ndarray, int]]:
+  """(row indices, rows to keep) of each batch of `batch_size` rows over n rows: one shape for
+  every batch, a short last batch repeating its first row."""
+  out = []
+  for s in range(0, n, batch_size):
+    idx = np.arange(s, s + batch_size)
+    out.append((np.where(idx < n, idx, s), min(batch_size, n - s)))
+  return out
 
 
 def left_padded(rows: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarray]:

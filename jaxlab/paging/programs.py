@@ -47,11 +47,3 @@ class Program:
     m = self.compiled(*args).memory_analysis()
     return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
 
-
-def call(name: str, static: Hashable, fn: Callable, *args):
-  """A one-off call of `Program(name, static, fn)`."""
-  return Program(name, static, fn)(*args)
-
-
-def peak_bytes(name: str, static: Hashable, fn: Callable, *args) -> int:
-  return Program(name, static, fn).peak_bytes(*args)

@@ -32,6 +32,11 @@ from jaxlab.paging import analysis
 PARTS = (("f1", "F1, answerable questions"), ("hallucination_grounded", "grounded hallucination, every question"))
 
 
+def seed_unit_mean(d: np.ndarray):
+  """The margin function of `nested_bootstrap` for the mean of a (seeds, units) array."""
+  return lambda si, ui: d[si[..., :, None], ui[..., None, :]].mean(axis=(-2, -1))
+
+
 def seed_config(config, seed: int):
   """The `compare` config of one training seed."""
   c = copy.deepcopy(config)
@@ -92,8 +97,7 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
     figures[f"over_seeds/latent_pager/{metric}"] = describe(pager.mean(axis=1))   # sd: between seeds
     d = pager - text[None]
     intervals[f"over_seeds/{metric}/latent_pager-text_buffer"] = nested_bootstrap(
-        lambda si, ui: d[si[..., :, None], ui[..., None, :]].mean(axis=(-2, -1)), len(seeds), d.shape[1], boots,
-        rseed)
+        seed_unit_mean(d), len(seeds), d.shape[1], boots, rseed)
   for s in seeds:
     h = runs[s]["summary"]["headline"]
     best = max(runs[s]["history"], key=lambda r: (r["val_f1"], -r["step"]))
@@ -118,8 +122,8 @@ def latency(config: dict, runs: dict[int, dict]) -> dict:
                        "latency_bar": runs[s]["timing"].get("latency_bar")} for s in seeds}
   lat = {k: np.stack([np.asarray(runs[s]["timing"][k]["latency_s"]) for s in seeds])
          for k in ("text_buffer", "latent_pager")}
-  pick = lambda x, si, ui: x[si[..., :, None], ui[..., None, :]].mean(axis=(-2, -1))
-  out = nested_bootstrap(lambda si, ui: pick(lat["text_buffer"], si, ui) / pick(lat["latent_pager"], si, ui),
+  text, pager = seed_unit_mean(lat["text_buffer"]), seed_unit_mean(lat["latent_pager"])
+  out = nested_bootstrap(lambda si, ui: text(si, ui) / pager(si, ui),
                          len(seeds), lat["text_buffer"].shape[1], config["eval"]["bootstrap"], config["seed"])
   ratio = {"mean": out["diff"], "ci": out["ci"], "n": out["n"], "n_seeds": out["n_seeds"]}
   return {"per_seed": per_seed, "over_seeds": {"latency_ratio": ratio, "latency_bar": analysis.latency_bar(ratio)}}

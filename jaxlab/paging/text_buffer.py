@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from jaxlab.paging import generation
 from jaxlab.paging.generation import Settings
-from jaxlab.paging.pager import left_padded
+from jaxlab.paging.pager import fixed_batches, left_padded
 
 
 def _enc(tokenizer, text: str) -> list[int]:
@@ -45,11 +45,9 @@ def generate_rows(generator: generation.Generator, tokenizer, rows: list[list[in
   with `confidence` the log-probability of each generated answer (returned by generation itself)."""
   ids, mask = left_padded(rows, width)
   out, conf = [], []
-  for s in tqdm(range(0, len(rows), batch_size), desc=desc, unit="batch", leave=False, disable=len(rows) <= batch_size):
-    idx = np.arange(s, s + batch_size)
-    idx = np.where(idx < len(rows), idx, s)  # a short last batch repeats its first row
+  for idx, keep in tqdm(fixed_batches(len(rows), batch_size), desc=desc, unit="batch", leave=False,
+                        disable=len(rows) <= batch_size):
     got = generator(ids[idx], mask[idx])
-    keep = min(batch_size, len(rows) - s)
     out += generation.decode(tokenizer, got.tokens, generator.settings, abstain)[:keep]
     if confidence:
       conf.append(got.logprob[:keep])
