@@ -136,6 +136,7 @@ def test_results_are_pinned_to_the_recorded_run(sweep_8):
     np.testing.assert_allclose(h[m][[0, 5, 9, 14, 17, 22], -1], finals, rtol=1e-6, err_msg=m)
 
 
+@pytest.mark.float_sensitive
 def test_best_so_far_tracks_the_champion(config, sweep_8):
   table, h = sweep_8
   true_f = table["regime"] != config.regimes.index("brain_directed")
@@ -167,6 +168,7 @@ def test_resume_from_a_generation_chunk_is_bitwise_identical(config, sweep_8, tm
     np.testing.assert_array_equal(h[m], sweep_8[1][m])
 
 
+@pytest.mark.float_sensitive
 def test_smoke_end_to_end(tmp_path):
   assert launch.main(["run", SMOKE, "--workdir", str(tmp_path)]) == 0
   summary = json.loads((tmp_path / "summary.json").read_text())

@@ -94,8 +94,12 @@ def elite_metrics(F, F_myopic, selection, deceptive, tool_mask, previous, best, 
   better = selection[order[0]] > best["selection"]
   best = {"selection": jnp.where(better, selection[order[0]], best["selection"]),
           "F": jnp.where(better, F[order[0]], best["F"])}
+  # The mean of the elite cannot exceed their best in exact arithmetic, but a float32 sum of equal
+  # values can round above them; bounding it by the max keeps "the champion is one of the elite"
+  # exact on every instruction set (selected on true F, best_fitness >= elite_fitness always).
+  elite_F = F[elite]
   return champion, best, dict(
-      elite_fitness=F[elite].mean(), best_fitness=best["F"], elite_myopic=F_myopic[elite].mean(),
+      elite_fitness=jnp.minimum(elite_F.mean(), elite_F.max()), best_fitness=best["F"], elite_myopic=F_myopic[elite].mean(),
       deceptive=deceptive[elite].mean(), key_retention=tools[elite, world.KEY].mean(),
       elite_tools=tools[elite].sum(1).mean(),
       turnover=jnp.where(t == 0, 0.0, jaccard))   # the champion's tool set, generation to generation
