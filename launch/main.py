@@ -4,15 +4,20 @@
   jaxlab report DIR
   jaxlab verify DIR | --all [--quick] [--experiment NAME ...]
   jaxlab receipt DIR
+  jaxlab receipts
 
 `run` loads and validates the config (errors name the field and where it was set), writes
 DIR/config.json, and hands over to the experiment's `run(config, workdir)`; the same command on
 a workdir with checkpoints resumes (one holding another run's checkpoints is refused with one
-line). `report` rebuilds summary.json, report.md and the plots from a finished workdir. `verify` checks a finished run against the committed receipt of its
-experiment and variant (results/EXPERIMENT/VARIANT/), figure by figure, and exits 1 naming every
-figure that disagrees; `--all` reruns every receipt's variant first (`--quick`: the smoke ones).
-`receipt` commits a finished run as its variant's receipt (jaxlab/core/receipts.py says how
-receipts are matched). For several processes (a GPU or TPU cluster, or two CPU processes on one
+line); it also writes DIR/provenance.json (commit, package versions, device, the CPU instruction
+set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
+finished workdir. `verify` checks a finished run against the committed receipt of its experiment
+and variant (results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode
+it matched in, and exits 1 naming every row that disagrees; `--all` reruns every receipt's
+variant first (`--quick`: the smoke ones), and one that fails to run is reported while the rest
+are still checked. `receipt` commits a finished run as its variant's receipt; `receipts` lists
+them with their commit and whether their experiment's code changed since
+(jaxlab/core/receipts.py says how receipts are matched). For several processes (a GPU or TPU cluster, or two CPU processes on one
 machine) pass --distributed: with no other flags JAX detects the cluster (TPU, SLURM, Open MPI,
 Kubernetes); see docs/scaling.md.
 """
@@ -53,6 +58,8 @@ def _parser():
   receipt.add_argument("--match", choices=("bitwise", "seed"), default="bitwise",
                        help="how runs are checked against it (bitwise: deterministic on this machine kind)")
   receipt.add_argument("--receipts", help="the receipts folder (default: results/ of this checkout)")
+  listing = sub.add_parser("receipts", help="list the committed receipts and whether their code changed since")
+  listing.add_argument("--receipts", help="the receipts folder (default: results/ of this checkout)")
   return parser
 
 
@@ -80,7 +87,7 @@ def _write_atomically(path: Path, text: str) -> None:
   os.replace(tmp, path)
 
 
-def _run(spec: str, overrides, workdir: Path, distributed=None) -> int:
+def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None) -> int:
   """Loads and validates `spec`, writes config.json and runs the experiment in `workdir`."""
   from jaxlab import experiments
   from jaxlab.core import config as config_lib, train
@@ -108,7 +115,10 @@ def _run(spec: str, overrides, workdir: Path, distributed=None) -> int:
     return _refuse(workdir, json.loads(previous), config)
   workdir.mkdir(parents=True, exist_ok=True)
   if jax.process_index() == 0:
+    from jaxlab.core import receipts
+
     _write_atomically(path, json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
+    receipts.write_provenance(workdir, argv)
   try:
     report = experiments.get(config.experiment).run(config, workdir)
   except train.CheckpointMismatch:
@@ -129,30 +139,44 @@ def _verify(args) -> int:
   if args.all == bool(args.workdir):
     return _error("verify takes either a workdir or --all")
   if args.workdir:
-    targets = [Path(args.workdir)]
+    targets = [(Path(args.workdir), None)]
   else:
     found = receipts.find(root, args.quick, args.experiment)
     if not found:
       return _error(f"no {'smoke ' if args.quick else ''}receipts under {root}")
     workroot = Path(args.workroot or tempfile.mkdtemp(prefix="jaxlab-verify-"))
-    targets = []
-    for experiment, variant in found:
-      workdir = workroot / experiment / variant
-      code = _run(f"{receipts.RESULTS.parent / 'configs' / experiment}.py:{variant}", [], workdir)
+    targets = [(workroot / experiment / variant, f"{experiment}/{variant}") for experiment, variant in found]
+  outcomes = []
+  for workdir, name in targets:
+    if name is not None:  # --all: run the receipt's variant first; a run that fails is reported, the rest go on
+      experiment, variant = name.split("/")
+      argv = ["run", f"configs/{experiment}.py:{variant}", "--workdir", str(workdir)]
+      try:
+        code = _run(str(receipts.REPO / "configs" / f"{experiment}.py") + f":{variant}", [], workdir, argv=argv)
+      except Exception as e:  # noqa: BLE001 - one experiment's failure must not hide the others' results
+        code = _error(f"{name}: the run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
       if code:
-        return code
-      targets.append(workdir)
-  failed = 0
-  for workdir in targets:
+        outcomes.append((name or str(workdir), "the run failed"))
+        continue
     try:
       result = receipts.verify(workdir, root, args.match)
-    except FileNotFoundError as e:
-      return _error(str(e))
+    except (FileNotFoundError, receipts.NotARun) as e:
+      if name is None:
+        return _error(str(e))
+      _error(f"{name}: {e}")
+      outcomes.append((name, "no receipt to check"))
+      continue
     print(result.table(args.verbose) + "\n")
-    failed += not result.ok
     for check in result.failures:
       print(f"jaxlab: {result.receipt}: {check.kind} {check.name} disagrees ({check.why})", file=sys.stderr)
-  return 1 if failed else 0
+    outcomes.append((name or str(workdir), "agrees" if result.ok else f"{len(result.failures)} disagree"))
+    if result.unchecked:
+      outcomes[-1] = (outcomes[-1][0], outcomes[-1][1] + f", {len(result.unchecked)} unchecked")
+  if len(outcomes) > 1:
+    from jaxlab.core import report
+
+    print(report.markdown_table(["receipt", "result"], [list(o) for o in outcomes]))
+  return 1 if any(not o[1].startswith("agrees") for o in outcomes) else 0
 
 
 def main(argv=None) -> int:
@@ -176,6 +200,11 @@ def main(argv=None) -> int:
     return 0
   if args.command == "verify":
     return _verify(args)
+  if args.command == "receipts":
+    from jaxlab.core import receipts
+
+    print(receipts.listing_table(receipts.listing(Path(args.receipts) if args.receipts else receipts.RESULTS)))
+    return 0
   if args.command == "receipt":
     from jaxlab.core import receipts
 
@@ -186,7 +215,7 @@ def main(argv=None) -> int:
     print(f"receipt: {where}")
     return 0
   distributed = (args.coordinator, args.num_processes, args.process_id) if args.distributed else None
-  return _run(args.config, extra, Path(args.workdir), distributed)
+  return _run(args.config, extra, Path(args.workdir), distributed, argv=sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

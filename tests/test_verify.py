@@ -86,9 +86,108 @@ def test_seed_error_judges_by_both_spreads():
   ok, why = receipts._within_seed_error(fig(1.0), fig(1.0 + 4.1 * 0.1 * np.sqrt(2 / 16)))
   assert not ok and "z = 4.1" in why
   assert not receipts._within_seed_error(fig(1.0), fig(1.0, n=15))[0]
-  assert receipts._within_seed_error(fig(2.0, None, 1), fig(2.0 + 1e-7, None, 1))[0]
-  ok, why = receipts._within_seed_error(fig(2.0, None, 1), fig(2.1, None, 1))
-  assert not ok and "no spread" in why
+  assert receipts._within_seed_error(fig(2.0, None, 1), fig(2.0, None, 1))[0]
+  # No spread: a figure that differs is unchecked (None), neither passed nor failed.
+  ok, why = receipts._within_seed_error(fig(2.0, None, 1), fig(2.0 + 1e-7, None, 1))
+  assert ok is None and "no spread" in why
+
+
+@pytest.mark.parametrize("match", ["bitwise", "seed"])
+def test_a_changed_claim_verdict_fails_in_every_mode(copy, match, capsys):
+  claim = json.loads((RECEIPT / "summary.json").read_text())["claims"][0]["claim"]
+  _edit(copy / "summary.json", lambda s: s["claims"][0].update(verdict="does not hold"))
+  assert launch.main(["verify", str(copy), "--match", match]) == 1
+  assert f"claim {claim} disagrees (the verdict changed)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("match", ["bitwise", "seed"])
+def test_a_changed_outcome_or_a_headline_outside_its_interval_fails_in_every_mode(copy, tmp_path, match):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  for where in (root / "hidden_gems" / "smoke", copy):
+    _edit(where / "summary.json", lambda s: s.update(
+        bar={"f1": True}, targets=[{"target": "probes", "met": True}],
+        headline={"f1": {"mean": 0.40, "ci": [0.35, 0.45], "n": 400}, "encoder": "pointer"}))
+  assert receipts.verify(copy, root, match).ok
+  outcomes = lambda: [c.name for c in receipts.verify(copy, root, match).failures if c.kind == "outcome"]
+  _edit(copy / "summary.json", lambda s: s["targets"][0].update(met=False))
+  assert outcomes() == ["target: probes"]
+  _edit(copy / "summary.json", lambda s: (s["targets"][0].update(met=True), s["bar"].update(f1=False)))
+  assert outcomes() == ["bar.f1"]
+  _edit(copy / "summary.json", lambda s: (s["bar"].update(f1=True), s["headline"]["f1"].update(mean=0.46)))
+  failures = receipts.verify(copy, root, "seed").failures
+  assert [(c.kind, c.name, c.why) for c in failures] == [("headline", "f1", "outside the receipt's interval")]
+
+
+def test_figures_without_a_spread_are_unchecked_not_passed(copy, tmp_path):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  for where, value in ((root / "hidden_gems" / "smoke", 0.9624), (copy, 0.9540)):
+    _edit(where / "summary.json", lambda s: s["figures"].update(aurc={"mean": value, "sd": None, "n": 12}))
+  result = receipts.verify(copy, root, "seed")
+  assert result.ok and [c.name for c in result.unchecked] == ["aurc"]
+  assert "unchecked" in result.table()
+
+
+def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  timing = lambda mean: {"latency_ratio": {"mean": mean, "ci": [2.7, 2.9], "n": 16}, "latency_s": [0.1, 0.2]}
+  (root / "hidden_gems" / "smoke" / "timing.json").write_text(json.dumps(timing(2.8)))
+  assert not receipts.verify(copy, root, "seed").ok            # the run wrote none
+  (copy / "timing.json").write_text(json.dumps(timing(2.85)))
+  assert receipts.verify(copy, root, "seed").ok
+  (copy / "timing.json").write_text(json.dumps(timing(2.3)))
+  assert [c.name for c in receipts.verify(copy, root, "seed").failures] == ["latency_ratio"]
+
+
+def test_report_verdicts_are_read_from_its_tables():
+  text = ("# r\n\n| claim | ours | verdict |\n|---|---|---|\n| a beats b | 1 vs 0 | holds |\n"
+          "| c | 2 | does not hold |\n\nprose | not a table\n\n| target | met |\n|---|---|\n| probes | no |\n")
+  assert receipts.report_verdicts(text) == {"claim | a beats b": "holds", "claim | c": "does not hold",
+                                            "target | probes": "no"}
+
+
+def test_a_receipt_folder_is_refused(capsys):
+  assert launch.main(["verify", str(RECEIPT)]) == 2
+  assert "is a receipt, not a run" in capsys.readouterr().err
+
+
+def test_run_writes_provenance_and_verify_prints_both(copy, tmp_path, capsys):
+  receipts.write_provenance(copy, ["run", "configs/hidden_gems.py:smoke", "--workdir", "X"])
+  made = json.loads((copy / "provenance.json").read_text())
+  assert made["command"] == "jaxlab run configs/hidden_gems.py:smoke --workdir X"
+  assert set(receipts.VERSIONS) <= set(made["versions"]) and made["versions"]["jax"]
+  assert made["cpu_isa"] == receipts.cpu_isa() and "dirty" in made and "commit" in made
+  shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
+  root = tmp_path / "results"
+  assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
+  assert launch.main(["verify", str(copy), "--receipts", str(root)]) == 0
+  out = capsys.readouterr().out
+  assert "| provenance | receipt | run |" in out and "mode: bitwise" in out and made["command"] in out
+
+
+def test_the_isa_cap_is_part_of_the_machine_kind(monkeypatch):
+  monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=AVX2")
+  assert receipts.max_isa() == "AVX2"
+  assert not any(f.startswith(("avx512", "amx")) for f in receipts.cpu_isa())
+  assert receipts.machine()["xla_cpu_max_isa"] == "AVX2"
+
+
+def test_every_receipt_names_its_commit_and_provenance():
+  for experiment, variant in receipts.find():
+    made = json.loads((receipts.folder(experiment, variant) / "receipt.json").read_text()).get("provenance", {})
+    assert isinstance(made.get("commit"), str) and len(made["commit"]) == 40, (experiment, variant)
+    assert made.get("versions", {}).get("jax"), (experiment, variant)
+
+
+def test_receipts_lists_each_with_its_commit(capsys):
+  assert launch.main(["receipts"]) == 0
+  out = capsys.readouterr().out
+  for experiment, variant in receipts.find():
+    assert f"| {experiment}/{variant} |" in out
+  assert "jaxlab/core" in receipts.code_paths("latent_pager") and "jaxlab/paging" in receipts.code_paths("latent_pager")
+  assert "configs/org_forms.py" in receipts.code_paths("org_forms")
 
 
 def test_receipt_command_writes_what_verify_reads(copy, tmp_path, capsys):
@@ -97,8 +196,9 @@ def test_receipt_command_writes_what_verify_reads(copy, tmp_path, capsys):
   assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
   meta = json.loads((root / "hidden_gems" / "smoke" / "receipt.json").read_text())
   assert meta["match"] == "bitwise" and meta["machine"] == receipts.machine()
+  assert meta["provenance"]["versions"]["jax"]
   result = receipts.verify(copy, root)
-  assert result.ok and result.match == "bitwise" and result.note == "the receipt's machine kind"
+  assert result.ok and result.match == "bitwise" and "this is that kind" in result.note
   _edit(root / "hidden_gems" / "smoke" / "receipt.json", lambda m: m["machine"].update(backend="tpu"))
   assert receipts.verify(copy, root).match == "seed"            # another machine kind: within seed error
 
@@ -108,11 +208,36 @@ def test_missing_receipt_is_a_clean_error(copy, tmp_path, capsys):
   assert "no receipt for hidden_gems:smoke" in capsys.readouterr().err
 
 
-def test_verify_all_quick_runs_the_smoke_variant_and_passes(tmp_path, capsys):
-  assert launch.main(["verify", "--all", "--quick", "--experiment", "hidden_gems", "--workroot", str(tmp_path)]) == 0
+@pytest.mark.float_sensitive
+def test_verify_all_quick_runs_the_smoke_variant_and_passes_from_any_directory(tmp_path, monkeypatch, capsys):
+  monkeypatch.chdir(tmp_path)
+  assert launch.main(["verify", "--all", "--quick", "--experiment", "hidden_gems", "--workroot", "runs"]) == 0
   out = capsys.readouterr().out
   assert "hidden_gems/smoke" in out and "DISAGREES" not in out
-  assert (tmp_path / "hidden_gems" / "smoke" / "summary.json").is_file()
+  assert (tmp_path / "runs" / "hidden_gems" / "smoke" / "summary.json").is_file()
+  assert (tmp_path / "runs" / "hidden_gems" / "smoke" / "provenance.json").is_file()
+
+
+@pytest.mark.float_sensitive
+def test_the_latent_pager_smoke_matches_its_receipt_from_any_directory(tmp_path, monkeypatch, capsys):
+  """The shipped base model and encoder are found from outside the repository: a config's relative
+  paths name places in it. (The other experiments' smoke runs are checked in their own tests.)"""
+  monkeypatch.chdir(tmp_path)
+  code = launch.main(["verify", "--all", "--quick", "--experiment", "latent_pager", "--workroot", "runs"])
+  out = capsys.readouterr().out
+  assert code == 0, out
+  assert "latent_pager/smoke" in out and "DISAGREES" not in out
+
+
+def test_one_failing_experiment_is_reported_and_the_rest_still_checked(tmp_path, capsys):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "no_such_variant")
+  code = launch.main(["verify", "--all", "--receipts", str(root), "--workroot", str(tmp_path / "runs")])
+  out, err = capsys.readouterr()
+  assert code == 1
+  assert "unknown variant 'no_such_variant'" in err and "Traceback" not in err
+  assert "| hidden_gems/smoke | agrees" in out and "| hidden_gems/no_such_variant | the run failed |" in out
 
 
 # --- clean errors for a workdir that holds another run ---------------------------------------

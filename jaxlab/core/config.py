@@ -39,6 +39,17 @@ def select(arg: str, variants: dict[str, Callable[[], ml_collections.ConfigDict]
   return config
 
 
+# The checkout this jaxlab runs from: relative paths in a config (shipped models, data folders,
+# shared caches) name places in it, whatever the working directory of the command.
+REPO = Path(__file__).resolve().parents[2]
+
+
+def repo_path(value: str | Path) -> Path:
+  """A config's path: absolute as given, relative against the repository (not the working directory)."""
+  path = Path(value).expanduser()
+  return path if path.is_absolute() else REPO / path
+
+
 def get(config: ml_collections.ConfigDict, field: str) -> Any:
   node = config
   for part in field.split("."):

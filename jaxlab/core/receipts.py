@@ -1,71 +1,151 @@
-"""Reproduction receipts: a run's summary checked figure by figure against the committed one.
+"""Reproduction receipts: a run's summary checked entry by entry against the committed one.
 
 A receipt is the folder `results/<experiment>/<variant>/` holding what the documented command
-wrote to its workdir: `config.json`, `summary.json` and `report.md`, plus `receipt.json`, which
-says how it was made: {"command", "machine", "match"}. `jaxlab receipt WORKDIR` writes one;
-`jaxlab verify WORKDIR` checks a run against the receipt of its experiment and variant (read from
-its config.json), and `jaxlab verify --all [--quick]` reruns every receipt's variant (only the
-smoke ones with --quick) and checks each.
+wrote to its workdir: `config.json`, `summary.json`, `report.md` (and `timing.json` where the run
+measured wall-clock figures; smoke receipts keep none: their few timed questions on a busy test
+machine say nothing), plus `receipt.json`: the command, the machine kind, how figures are matched,
+and the run's provenance (git commit and whether the tree was dirty, the versions of jaxlab and
+its numeric libraries, the device, the CPU instruction set XLA generated code for, the command
+line). `jaxlab run` writes that provenance to the workdir; `jaxlab receipt WORKDIR` makes the
+receipt; `jaxlab verify WORKDIR` checks a run against the receipt of its experiment and variant;
+`jaxlab verify --all [--quick]` reruns every receipt's variant (only smoke with --quick) and
+checks each; `jaxlab receipts` lists the receipts and whether their experiment's code changed
+since their commit.
 
-How figures are matched (`match`):
-- `bitwise`: the run is deterministic on one machine kind (backend, CPU architecture and vector
-  extensions or accelerator model, jax and jaxlib versions), so on the receipt's machine kind
-  every figure's mean, sd and n must be equal to the last bit, and so must the claims' verdicts
-  and intervals and every other entry of the summary.
-- `seed`: within seed error. Each figure's n must be equal and its means within 4 standard
-  errors of their difference (both seed spreads; 4 rather than 2 because a summary holds hundreds
-  of figures and both runs use the same seeds, so honest differences are far smaller); a figure
-  without a spread must agree to a relative 1e-6. Claims are listed where their verdict moved,
-  not failed: they follow the figures, and one near zero can flip on float noise.
-A `bitwise` receipt checked on another machine kind is checked within seed error, and the
-output says so. A receipt without receipt.json is checked within seed error.
+Two modes of matching figures:
+- `bitwise`, on the receipt's machine kind (backend, CPU architecture and the vector extensions
+  XLA used, or the accelerator model; jax and jaxlib versions) when the receipt says the run is
+  deterministic there: every entry of the summary is equal to the last bit, and so is report.md
+  (unless the run measured wall-clock time, which report.md then shows).
+- `seed`, anywhere else: a figure with a spread ({"mean", "sd", "n"} over seeds) must lie within
+  4 standard errors of the receipt's (both spreads; 4 rather than 2 because a summary holds
+  hundreds of figures and both runs use the same seeds); a figure with no spread that differs is
+  printed as "unchecked", never passed silently.
 
-Either way the run's config must equal the receipt's: a run with other settings is not the
-receipt's run, and comparing its figures would mean nothing.
+In every mode these must agree, or verify fails naming the row: the config; every claim's verdict
+(and its Holm column); every stated outcome (the `bar`, the `targets`); every headline figure
+that has an interval lies inside the receipt's interval; every timing figure with an interval
+(timing.json) lies inside the receipt's; the verdicts report.md states in its tables.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.metadata
 import json
 import math
+import os
 import platform
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
-
-import jax
-import jaxlib
 
 from jaxlab.core import config as config_lib
 from jaxlab.core import report
 
-RESULTS = Path(__file__).resolve().parents[2] / "results"
+REPO = config_lib.REPO
+RESULTS = REPO / "results"
 MATCHES = ("bitwise", "seed")
 SEED_Z = 4.0
 FILES = ("config.json", "summary.json", "report.md")
-# x86 vector extensions that change what XLA's CPU backend emits (and so the last bits).
+TIMING = "timing.json"
+PROVENANCE = "provenance.json"
+# x86 vector extensions that change what XLA's CPU backend emits (and so the last bits), in the
+# order of `--xla_cpu_max_isa`'s levels: a cap drops every extension above it.
 _ISA = ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile")
+_ISA_CAPS = {"SSE4_2": 0, "AVX": 1, "AVX2": 3, "AVX512": 8, "AVX512_VNNI": 8, "AVX512_BF16": 8, "AMX": 9}
+VERSIONS = ("jaxlab", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "mujoco", "mujoco-mjx", "evosax", "numpy")
+# Columns of report.md's tables that state a verdict or an outcome.
+VERDICT_COLUMNS = ("verdict", "met", "holds after holm")
+
+
+def max_isa() -> str | None:
+  """The `--xla_cpu_max_isa` cap in XLA_FLAGS, if any (the last one given wins, as in XLA)."""
+  found = re.findall(r"--xla_cpu_max_isa=(\S+)", os.environ.get("XLA_FLAGS", ""))
+  return found[-1].upper() if found else None
+
+
+def _cpu_flags() -> list[str]:
+  try:
+    text = Path("/proc/cpuinfo").read_text()
+  except OSError:
+    return []
+  return next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+
+
+def _cpu_model() -> str:
+  try:
+    text = Path("/proc/cpuinfo").read_text()
+  except OSError:
+    return platform.processor()
+  return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+              platform.processor())
+
+
+def cpu_isa() -> list[str]:
+  """The vector extensions XLA's CPU backend generates code for: the CPU's, capped by
+  `--xla_cpu_max_isa` when XLA_FLAGS sets it."""
+  flags = set(_cpu_flags())
+  found = [f for f in _ISA if f in flags]
+  cap = max_isa()
+  if cap in _ISA_CAPS:
+    found = [f for f in found if _ISA.index(f) < _ISA_CAPS[cap]]
+  return found
 
 
 def machine() -> dict:
   """The machine kind a deterministic run reproduces bitwise on."""
+  import jax
+  import jaxlib
+
   device = jax.devices()[0]
   kind = {"backend": jax.default_backend(), "arch": platform.machine(), "jax": jax.__version__,
           "jaxlib": jaxlib.__version__}
   if device.platform == "cpu":
-    kind["cpu_features"] = _cpu_features()
+    kind["cpu_features"] = cpu_isa()
+    if max_isa():
+      kind["xla_cpu_max_isa"] = max_isa()
   else:
     kind["device_kind"] = device.device_kind
   return kind
 
 
-def _cpu_features() -> list[str]:
+def _git(*args) -> str | None:
   try:
-    text = Path("/proc/cpuinfo").read_text()
-  except OSError:
-    return []
-  flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-  return [f for f in _ISA if f in flags]
+    out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=30)
+  except (OSError, subprocess.SubprocessError):
+    return None
+  return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _version(name: str) -> str | None:
+  try:
+    return importlib.metadata.version(name)
+  except importlib.metadata.PackageNotFoundError:
+    return None
+
+
+def provenance(argv=None) -> dict:
+  """Where a run came from: commit (and whether tracked files differed from it), package versions,
+  device, CPU and the instruction set XLA used, and the command line."""
+  import jax
+
+  commit = _git("rev-parse", "HEAD")
+  status = _git("status", "--porcelain", "--untracked-files=no")
+  device = jax.devices()[0]
+  return {"commit": commit, "dirty": None if status is None else bool(status),
+          "versions": {name: _version(name) for name in VERSIONS},
+          "python": platform.python_version(), "device": f"{device.platform}: {device.device_kind}",
+          "devices": jax.device_count(), "processes": jax.process_count(), "cpu": _cpu_model(),
+          "cpu_isa": cpu_isa(), "xla_cpu_max_isa": max_isa(),
+          "command": " ".join(["jaxlab", *(sys.argv[1:] if argv is None else argv)])}
+
+
+def write_provenance(workdir, argv=None) -> None:
+  report.write_json(Path(workdir) / PROVENANCE, provenance(argv))
 
 
 def folder(experiment: str, variant: str, root: Path = RESULTS) -> Path:
@@ -77,8 +157,10 @@ def _read(path: Path):
 
 
 def save(workdir, root: Path = RESULTS, match: str = "bitwise") -> Path:
-  """Copies a finished run's config.json, summary.json and report.md into its receipt folder and
-  writes receipt.json (the command, this machine's kind, `match`). Returns the folder."""
+  """Copies a finished run's config.json, summary.json, report.md (and timing.json, except for
+  smoke variants) into its receipt folder and writes receipt.json: the command, this machine's
+  kind, `match` and the run's provenance (the workdir's, or this process's when the run wrote
+  none). Returns the folder."""
   if match not in MATCHES:
     raise ValueError(f"match must be one of {MATCHES}, got {match!r}")
   workdir = Path(workdir)
@@ -88,10 +170,15 @@ def save(workdir, root: Path = RESULTS, match: str = "bitwise") -> Path:
   config = _read(workdir / "config.json")
   out = folder(config["experiment"], config["variant"], root)
   out.mkdir(parents=True, exist_ok=True)
-  for name in FILES:
+  timed = (workdir / TIMING).is_file() and config["variant"] != "smoke"
+  for name in FILES + ((TIMING,) if timed else ()):
     shutil.copyfile(workdir / name, out / name)
+  if not timed and (out / TIMING).exists():
+    (out / TIMING).unlink()
   command = f"jaxlab run configs/{config['experiment']}.py:{config['variant']} --workdir WORKDIR"
-  report.write_json(out / "receipt.json", {"command": command, "machine": machine(), "match": match})
+  made = _read(workdir / PROVENANCE) if (workdir / PROVENANCE).is_file() else provenance()
+  report.write_json(out / "receipt.json", {"command": command, "machine": machine(), "match": match,
+                                           "provenance": made})
   return out
 
 
@@ -105,15 +192,28 @@ def find(root: Path = RESULTS, quick: bool = False, experiments=()) -> list[tupl
   return found
 
 
+def is_receipt(path, root: Path = RESULTS) -> bool:
+  """Whether `path` is a receipt folder (under the receipts root, or holding a receipt.json)."""
+  path = Path(path).resolve()
+  return (path / "receipt.json").is_file() or path == Path(root).resolve() or Path(root).resolve() in path.parents
+
+
 @dataclasses.dataclass
 class Check:
-  """One compared entry: a figure, a claim, a config field or another summary entry."""
-  kind: str            # "figure", "claim", "config", "summary"
+  """One compared entry. ok: True agrees, False disagrees, None unchecked (nothing to judge by)."""
+  kind: str            # "config", "figure", "claim", "outcome", "headline", "timing", "report", "summary"
   name: str
   receipt: object
   run: object
-  ok: bool
+  ok: bool | None
   why: str = ""
+
+  @property
+  def result(self) -> str:
+    return {True: "agrees", False: "DISAGREES", None: "unchecked"}[self.ok]
+
+
+KINDS = ("config", "figure", "claim", "outcome", "headline", "timing", "report", "summary")
 
 
 @dataclasses.dataclass
@@ -123,29 +223,55 @@ class Verification:
   match: str           # how figures were matched: "bitwise" or "seed"
   note: str            # why that match (the receipt's, or a different machine kind)
   checks: list
+  provenance: tuple = (None, None)   # (the receipt's, the run's)
 
   @property
   def failures(self) -> list[Check]:
-    return [c for c in self.checks if not c.ok]
+    return [c for c in self.checks if c.ok is False]
+
+  @property
+  def unchecked(self) -> list[Check]:
+    return [c for c in self.checks if c.ok is None]
 
   @property
   def ok(self) -> bool:
     return not self.failures
 
   def table(self, verbose: bool = False) -> str:
-    """Counts per kind, then every disagreement (every entry with `verbose`), as markdown."""
-    kinds = [k for k in ("config", "figure", "claim", "summary") if any(c.kind == k for c in self.checks)]
+    """Provenance side by side, counts per kind, then every disagreement and unchecked entry
+    (every entry with `verbose`), as markdown."""
+    kinds = [k for k in KINDS if any(c.kind == k for c in self.checks)]
+    name = lambda k: {"summary": "other summary entries", "report": "report verdicts"}.get(k, f"{k}s")
     counts = report.markdown_table(
-        ["compared", "agree", "disagree"],
-        [[f"{k}s" if k != "summary" else "other summary entries", sum(c.ok for c in self.checks if c.kind == k),
-          sum(not c.ok for c in self.checks if c.kind == k)] for k in kinds])
-    shown = self.checks if verbose else [c for c in self.checks if not c.ok or c.why.startswith("note")]
-    rows = [[c.kind, c.name, _short(c.receipt), _short(c.run), "agrees" if c.ok else "DISAGREES", c.why]
-            for c in shown]
-    head = (f"verify {self.workdir} against {self.receipt} ({self.match}: {self.note})\n\n{counts}")
+        ["compared", "agree", "disagree", "unchecked"],
+        [[name(k), *(sum(c.ok is v for c in self.checks if c.kind == k) for v in (True, False, None))]
+         for k in kinds])
+    shown = self.checks if verbose else [c for c in self.checks if c.ok is not True]
+    rows = [[c.kind, c.name, _short(c.receipt), _short(c.run), c.result, c.why] for c in shown]
+    head = (f"verify {self.workdir} against {self.receipt}\nmode: {self.match} ({self.note})\n\n"
+            f"{provenance_table(*self.provenance)}\n\n{counts}")
     if not rows:
       return head
     return head + "\n\n" + report.markdown_table(["kind", "entry", "receipt", "run", "result", "why"], rows)
+
+
+def _provenance_rows(p: dict | None) -> dict:
+  if not p:
+    return {}
+  rows = {"commit": f"{(p.get('commit') or 'unknown')[:12]}{' (dirty)' if p.get('dirty') else ''}",
+          "device": f"{p.get('device')} x{p.get('devices')}, {p.get('processes')} process(es)",
+          "cpu": p.get("cpu"), "XLA's instruction set": " ".join(p.get("cpu_isa") or []) +
+          (f" (capped at {p['xla_cpu_max_isa']})" if p.get("xla_cpu_max_isa") else ""),
+          "command": p.get("command")}
+  rows.update({name: version for name, version in (p.get("versions") or {}).items()})
+  return rows
+
+
+def provenance_table(receipt: dict | None, run: dict | None) -> str:
+  a, b = _provenance_rows(receipt), _provenance_rows(run)
+  keys = list(dict.fromkeys([*a, *b])) or ["commit"]
+  return report.markdown_table(["provenance", "receipt", "run"],
+                               [[k, a.get(k, "not recorded"), b.get(k, "not recorded")] for k in keys])
 
 
 def _short(value) -> str:
@@ -157,16 +283,17 @@ def _short(value) -> str:
   return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _flat(tree, prefix="") -> dict:
-  if isinstance(tree, dict):
+def _flat(tree, prefix="", stop=lambda node: False) -> dict:
+  """{dotted path: leaf}; `stop(node)` keeps a dict whole as one leaf."""
+  if isinstance(tree, dict) and not stop(tree):
     out = {}
     for k, v in tree.items():
-      out.update(_flat(v, f"{prefix}{k}."))
+      out.update(_flat(v, f"{prefix}{k}.", stop))
     return out
   if isinstance(tree, list):
     out = {}
     for i, v in enumerate(tree):
-      out.update(_flat(v, f"{prefix}{i}."))
+      out.update(_flat(v, f"{prefix}{i}.", stop))
     return out
   return {prefix[:-1]: tree}
 
@@ -177,12 +304,17 @@ def _number(x):
   return x
 
 
-def _within_seed_error(a: dict, b: dict) -> tuple[bool, str]:
+def _is_number(x) -> bool:
+  return isinstance(_number(x), (int, float)) and not isinstance(x, bool)
+
+
+def _within_seed_error(a: dict, b: dict) -> tuple[bool | None, str]:
+  """Whether two {"mean", "sd", "n"} agree within seed error; None when there is no spread to judge by."""
   if a.get("n") != b.get("n"):
     return False, f"n {a.get('n')} vs {b.get('n')}"
   x, y = _number(a.get("mean")), _number(b.get("mean"))
   if x is None or y is None:
-    return x is None and y is None, "" if x is None and y is None else "one mean is missing"
+    return (True, "") if x is None and y is None else (False, "one mean is missing")
   if x == y:
     return True, ""
   n = a.get("n") or 1
@@ -190,8 +322,17 @@ def _within_seed_error(a: dict, b: dict) -> tuple[bool, str]:
   if se2 > 0 and math.isfinite(se2):
     z = abs(x - y) / math.sqrt(se2)
     return z <= SEED_Z, f"z = {z:.2f}" + ("" if z <= SEED_Z else f" > {SEED_Z:g}")
-  rel = abs(x - y) / max(1.0, abs(x), abs(y))
-  return rel <= 1e-6, f"no spread to judge by; relative gap {rel:.2g}"
+  return None, f"no spread to judge by (differs by {abs(x - y):.3g})"
+
+
+def _same_or_unchecked(a, b) -> tuple[bool | None, str]:
+  """Equal agrees; two numbers that differ cannot be judged without a spread; anything else that
+  differs (a word, a flag, a missing entry) disagrees."""
+  if a == b:
+    return True, ""
+  if _is_number(a) and _is_number(b):
+    return None, f"no spread to judge by (differs by {abs(_number(a) - _number(b)):.3g})"
+  return False, "differs"
 
 
 def _compare_figures(receipt: dict, run: dict, match: str) -> list[Check]:
@@ -202,10 +343,24 @@ def _compare_figures(receipt: dict, run: dict, match: str) -> list[Check]:
       checks.append(Check("figure", name, a, b, False, "only in the " + ("run" if a is None else "receipt")))
     elif match == "bitwise":
       checks.append(Check("figure", name, a, b, a == b, "" if a == b else "not bitwise equal"))
-    else:
-      ok, why = _within_seed_error(a, b)
-      checks.append(Check("figure", name, a, b, ok, why))
+    elif isinstance(a, dict) and isinstance(b, dict) and "mean" in a and "mean" in b:
+      checks.append(Check("figure", name, a, b, *_within_seed_error(a, b)))
+    else:   # counts and shares without a spread: every differing leaf is unchecked or disagrees
+      fa, fb = _flat(a), _flat(b)
+      results = [_same_or_unchecked(fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb))]
+      bad = [why for ok, why in results if ok is False]
+      if bad:
+        checks.append(Check("figure", name, a, b, False, bad[0]))
+      elif any(ok is None for ok, _ in results):
+        checks.append(Check("figure", name, a, b, None, "no spread to judge by"))
+      else:
+        checks.append(Check("figure", name, a, b, True))
   return checks
+
+
+def _claim_outcome(c: dict) -> tuple:
+  """What a claim concludes: its verdict and every Holm entry."""
+  return (c.get("verdict"),) + tuple(c[k] for k in sorted(c) if k.startswith("holm"))
 
 
 def _compare_claims(receipt: list, run: list, match: str) -> list[Check]:
@@ -215,16 +370,106 @@ def _compare_claims(receipt: list, run: list, match: str) -> list[Check]:
     other = by_text.pop(c["claim"], None)
     if other is None:
       checks.append(Check("claim", c["claim"], c["verdict"], None, False, "only in the receipt"))
-    elif match == "bitwise":
-      same = other == c
-      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], same,
-                          "" if same else "verdict, interval or numbers not bitwise equal"))
+    elif _claim_outcome(other) != _claim_outcome(c):
+      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], False, "the verdict changed"))
+    elif match == "bitwise" and other != c:
+      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], False,
+                          "interval or numbers not bitwise equal"))
     else:
-      moved = other["verdict"] != c["verdict"]
-      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], True,
-                          "note: the verdict moved (graded on figures within seed error)" if moved else ""))
+      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], True))
   for text, other in by_text.items():
     checks.append(Check("claim", text, None, other["verdict"], False, "only in the run"))
+  return checks
+
+
+def _outcomes(summary: dict) -> dict:
+  """{name: outcome} of what a summary says is met: its bar's parts and its targets."""
+  out = {f"bar.{k}": v for k, v in _flat(summary.get("bar") or {}).items()}
+  for t in summary.get("targets") or []:
+    out[f"target: {t.get('target')}"] = t.get("met")
+  return out
+
+
+def _compare_outcomes(receipt: dict, run: dict) -> list[Check]:
+  a, b = _outcomes(receipt), _outcomes(run)
+  return [Check("outcome", k, a.get(k), b.get(k), a.get(k) == b.get(k),
+                "" if a.get(k) == b.get(k) else ("the outcome changed" if k in a and k in b else
+                                                 "only in the " + ("run" if k not in a else "receipt")))
+          for k in sorted(set(a) | set(b))]
+
+
+def _point(entry: dict):
+  return _number(entry.get("mean", entry.get("diff")))
+
+
+def _has_interval(entry) -> bool:
+  return isinstance(entry, dict) and isinstance(entry.get("ci"), list) and len(entry["ci"]) == 2 and \
+      all(_is_number(x) for x in entry["ci"])
+
+
+def _in_interval(kind: str, name: str, a: dict, b) -> Check:
+  """The run's point estimate must lie in the receipt's interval."""
+  x = _point(b) if isinstance(b, dict) else None
+  if x is None or not _is_number(x):
+    return Check(kind, name, a, b, False, "the run has no figure here")
+  lo, hi = (_number(v) for v in a["ci"])
+  inside = lo <= x <= hi
+  return Check(kind, name, f"{_point(a):.4g} [{lo:.4g}, {hi:.4g}]", f"{x:.4g}", inside,
+               "" if inside else "outside the receipt's interval")
+
+
+def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool = False) -> list[Check]:
+  """Every entry with an interval: the run's figure inside it; any other leaf (unless
+  `only_intervals`): equal, or unchecked where two numbers differ with nothing to judge them by."""
+  stop = lambda node: "ci" in node or "mean" in node or "diff" in node
+  a, b = _flat(receipt, stop=stop), _flat(run, stop=stop)
+  checks = []
+  for name in sorted(set(a) | set(b)):
+    x, y = a.get(name), b.get(name)
+    if _has_interval(x):
+      checks.append(_in_interval(kind, name, x, y))
+    elif only_intervals:
+      continue
+    elif isinstance(x, dict) and isinstance(y, dict) and "sd" in x:
+      checks.append(Check(kind, name, x, y, *_within_seed_error(x, y)))
+    elif isinstance(x, dict) and isinstance(y, dict):
+      ok, why = _same_or_unchecked(_point(x), _point(y)) if _point(x) is not None else _same_or_unchecked(x, y)
+      checks.append(Check(kind, name, x, y, ok, why))
+    else:
+      checks.append(Check(kind, name, x, y, *_same_or_unchecked(x, y)))
+  return checks
+
+
+def report_verdicts(text: str) -> dict:
+  """{table heading column | first cell: the row's verdict cells} of report.md's tables whose
+  header has a verdict or outcome column."""
+  out, lines, i = {}, text.splitlines(), 0
+  while i < len(lines):
+    if not lines[i].startswith("|"):
+      i += 1
+      continue
+    table = []
+    while i < len(lines) and lines[i].startswith("|"):
+      table.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+      i += 1
+    header = [h.lower() for h in table[0]]
+    cols = [j for j, h in enumerate(header) if h in VERDICT_COLUMNS]
+    for row in table[2:] if cols else ():
+      key = f"{table[0][0]} | {row[0]}"
+      value = " / ".join(row[j] for j in cols if j < len(row))
+      out[key] = value if key not in out else out[key] + " ; " + value
+  return out
+
+
+def _compare_report(receipt_text: str, run_text: str, bitwise: bool) -> list[Check]:
+  a, b = report_verdicts(receipt_text), report_verdicts(run_text)
+  checks = [Check("report", k, a.get(k), b.get(k), a.get(k) == b.get(k),
+                  "" if a.get(k) == b.get(k) else "report.md states another verdict")
+            for k in sorted(set(a) | set(b))]
+  if bitwise:
+    same = receipt_text == run_text
+    checks.append(Check("report", "report.md", "bytes", "bytes" if same else "other bytes", same,
+                        "" if same else "not bitwise equal"))
   return checks
 
 
@@ -238,13 +483,21 @@ def _compare_rest(receipt: dict, run: dict) -> list[Check]:
   return checks
 
 
+class NotARun(ValueError):
+  """`verify` was pointed at something other than a finished run's workdir."""
+
+
 def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verification:
   """Checks the finished run in `workdir` against its committed receipt.
 
   `match` forces "bitwise" or "seed"; None takes the receipt's, falling back to "seed" on another
-  machine kind. Raises FileNotFoundError when the run or the receipt is missing.
+  machine kind. Raises FileNotFoundError when the run or the receipt is missing, NotARun when
+  `workdir` is a receipt folder.
   """
   workdir = Path(workdir)
+  if is_receipt(workdir, root):
+    raise NotARun(f"{workdir} is a receipt, not a run: checking a receipt against itself proves nothing. Run "
+                  "its command (receipt.json) into a new workdir and verify that, or `jaxlab verify --all`")
   for name in ("config.json", "summary.json"):
     if not (workdir / name).is_file():
       raise FileNotFoundError(f"{workdir / name} is missing: is {workdir} the workdir of a finished run?")
@@ -254,26 +507,90 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
     raise FileNotFoundError(f"no receipt for {config['experiment']}:{config['variant']} at {where} "
                             "(write one with `jaxlab receipt WORKDIR` after the documented run)")
   meta = _read(where / "receipt.json") if (where / "receipt.json").is_file() else {}
+  here = machine()
   if match is not None:
     note = "asked for"
-  elif meta.get("match") == "bitwise" and meta.get("machine") == machine():
-    match, note = "bitwise", "the receipt's machine kind"
+  elif meta.get("match") == "bitwise" and meta.get("machine") == here:
+    match, note = "bitwise", "the receipt is deterministic on this machine kind, and this is that kind"
   elif meta.get("match") == "bitwise":
-    match, note = "seed", "the receipt is bitwise on another machine kind, so within seed error here"
+    differ = sorted(k for k in set(meta.get("machine", {})) | set(here)
+                    if meta.get("machine", {}).get(k) != here.get(k))
+    match, note = "seed", f"the receipt is bitwise on another machine kind (differs in {', '.join(differ)})"
   else:
     match, note = "seed", "the receipt asks for seed error" if meta else "the receipt records no machine"
-  checks = []
+  run_provenance = _read(workdir / PROVENANCE) if (workdir / PROVENANCE).is_file() else None
+  verification = Verification(workdir, where, match, note, [], (meta.get("provenance"), run_provenance))
+  checks = verification.checks
   receipt_config = _read(where / "config.json") if (where / "config.json").is_file() else None
   if receipt_config is not None:
     a, b = config_lib.fields(receipt_config), config_lib.fields(config)
     checks += [Check("config", f, a.get(f), b.get(f), False, "the run's config differs from the receipt's")
                for f in config_lib.differences(receipt_config, config)]
     if checks:  # another config's figures say nothing about this receipt
-      return Verification(workdir, where, match, note, checks)
+      return verification
     checks.append(Check("config", "config.json", "equal", "equal", True))
   receipt = _read(where / "summary.json")
   checks += _compare_figures(receipt.get("figures", {}), summary.get("figures", {}), match)
   checks += _compare_claims(receipt.get("claims", []), summary.get("claims", []), match)
+  checks += _compare_outcomes(receipt, summary)
+  checks += _compare_intervals("headline", receipt.get("headline") or {}, summary.get("headline") or {})
+  if (where / TIMING).is_file():
+    if (workdir / TIMING).is_file():
+      checks += _compare_intervals("timing", _read(where / TIMING), _read(workdir / TIMING), only_intervals=True)
+    else:
+      checks.append(Check("timing", TIMING, "present", None, False, "the run wrote no timing.json"))
+  if (where / "report.md").is_file() and (workdir / "report.md").is_file():
+    checks += _compare_report((where / "report.md").read_text(), (workdir / "report.md").read_text(),
+                              match == "bitwise" and not (workdir / TIMING).is_file())
   if match == "bitwise":
     checks += _compare_rest(receipt, summary)
-  return Verification(workdir, where, match, note, checks)
+  return verification
+
+
+# --- which receipts are older than their code ------------------------------------------------
+
+def code_paths(experiment: str) -> list[str]:
+  """The files an experiment's results depend on, relative to the repository: its package, the
+  jaxlab packages that package imports (core included), and its config file."""
+  from jaxlab import experiments
+
+  module = importlib.import_module(experiments.EXPERIMENTS[experiment])
+  package = Path(module.__file__).parent
+  families = set()
+  for path in package.rglob("*.py"):
+    families |= set(re.findall(r"^\s*(?:from|import) jaxlab\.(\w+)", path.read_text(), re.M))
+  paths = {str(package.relative_to(REPO))} | {f"jaxlab/{f}" for f in families if (REPO / "jaxlab" / f).exists()}
+  config = REPO / "configs" / f"{experiment}.py"
+  return sorted(paths | ({str(config.relative_to(REPO))} if config.is_file() else set()))
+
+
+def listing(root: Path = RESULTS) -> list[dict]:
+  """Every receipt with its commit and the commits since then that touched its experiment's code."""
+  rows = []
+  for experiment, variant in find(root):
+    where = folder(experiment, variant, root)
+    meta = _read(where / "receipt.json") if (where / "receipt.json").is_file() else {}
+    made = meta.get("provenance") or {}
+    commit = made.get("commit")
+    since = None
+    if commit:
+      log = _git("log", "--format=%h", f"{commit}..HEAD", "--", *code_paths(experiment))
+      since = None if log is None else [line for line in log.splitlines() if line]
+    rows.append({"experiment": experiment, "variant": variant, "commit": commit, "dirty": made.get("dirty"),
+                 "match": meta.get("match"), "code_changed_since": since})
+  return rows
+
+
+def listing_table(rows: list[dict]) -> str:
+  def changed(r):
+    if r["commit"] is None:
+      return "unknown (no commit recorded)"
+    if r["code_changed_since"] is None:
+      return "unknown (commit not in this checkout)"
+    n = len(r["code_changed_since"])
+    return f"yes: {n} commit{'s' if n > 1 else ''} ({', '.join(r['code_changed_since'][:3])}{', ...' if n > 3 else ''})" \
+        if n else "no"
+  return report.markdown_table(
+      ["receipt", "match", "commit", "code changed since"],
+      [[f"{r['experiment']}/{r['variant']}", r["match"] or "seed",
+        (r["commit"] or "none")[:12] + (" (dirty)" if r["dirty"] else ""), changed(r)] for r in rows])

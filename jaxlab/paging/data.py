@@ -20,6 +20,7 @@ import string
 from pathlib import Path
 
 from jaxlab.core import checkpoint
+from jaxlab.core.config import repo_path
 from jaxlab.data import jsonl, lexicon, long_doc_qa
 
 SPLITS = ("train", "validation", "test")
@@ -85,9 +86,9 @@ def load(config, workdir: Path, **override) -> dict[str, list[dict]]:
   `questions_per_document` questions."""
   d = config.data
   if d.jsonl_dir:
-    splits = {s: jsonl.read_jsonl(Path(d.jsonl_dir) / f"{s}.jsonl") for s in SPLITS}
+    splits = {s: jsonl.read_jsonl(repo_path(d.jsonl_dir) / f"{s}.jsonl") for s in SPLITS}
   else:
-    builder = long_doc_qa.build(synthetic_config(config, **override), d.tfds_dir or str(Path(workdir) / "tfds"))
+    builder = long_doc_qa.build(synthetic_config(config, **override), str(repo_path(d.tfds_dir) if d.tfds_dir else Path(workdir) / "tfds"))
     source = builder.as_data_source()
     splits = {s: [long_doc_qa.decode_example(source[s][i]) for i in range(len(source[s]))] for s in SPLITS}
     splits = {s: sorted(r, key=lambda r: r["id"]) for s, r in splits.items()}

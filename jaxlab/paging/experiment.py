@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxlab.core import mesh as mesh_lib
-from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
-                                require_int, tuple_of)
+from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, repo_path,
+                                require, require_int, tuple_of)
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
 from jaxlab.paging import (analysis, data, generation, pages, pager as pager_lib, pretrain, text_buffer, timing,
                            train)
@@ -143,14 +143,14 @@ class Setup:
   def __init__(self, config, workdir: Path):
     self.config, self.workdir = config, workdir
     self.mesh = mesh_lib.training_mesh(config.mesh)
-    self.lm = checkpoint_io.load(config.model.path, dtype=DTYPES[config.model.dtype], mesh=self.mesh)
-    self.tokenizer = tok_lib.load_tokenizer(config.model.path)
+    self.lm = checkpoint_io.load(repo_path(config.model.path), dtype=DTYPES[config.model.dtype], mesh=self.mesh)
+    self.tokenizer = tok_lib.load_tokenizer(repo_path(config.model.path))
     self.eos, self.pad = token_id(self.tokenizer, config, "eos_token"), token_id(self.tokenizer, config, "pad_token")
     self.settings = generation.settings_from(config, self.eos, self.pad)
     self.abstain = generation.abstain_from(self.tokenizer, config.data.abstain_answer)
-    store_dir = config.pages.store_dir or str(workdir / "page_store")
+    store_dir = repo_path(config.pages.store_dir) if config.pages.store_dir else workdir / "page_store"
     self.store = pages.PageStore(store_dir, self.lm, self.tokenizer, pages.settings_from(config),
-                                 pages.model_fingerprint(config.model.path), self.pad)
+                                 pages.model_fingerprint(repo_path(config.model.path)), self.pad)
 
   def documents(self, config, documents: list[str], desc: str = "pages") -> pager_lib.Documents:
     return pager_lib.Documents(config.pager.encoder, self.store, documents, desc=desc)
@@ -176,7 +176,7 @@ def train_pager(setup: Setup, config, workdir: Path, splits: dict) -> dict:
   every = [r for recs in splits.values() for r in recs]
   max_pages = c.pages.max_pages or max(len(setup.store.chunks(d)) for d in {r["document"] for r in every})
   q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, every)
-  init = pretrain.load(c.pager.init, c) if c.pager.init else None
+  init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init else None
   graphdef, params, history = train.fit(c, workdir, setup.lm, setup.tokenizer, tr, va, max_pages=max_pages,
                                         q_width=q_width, settings=setup.settings, pad_id=setup.pad, mesh=setup.mesh,
                                         abstain=setup.abstain, init_params=init)

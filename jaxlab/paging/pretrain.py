@@ -39,7 +39,7 @@ from safetensors.numpy import load_file, save_file
 from tqdm.auto import tqdm
 
 from jaxlab.core import train as train_lib
-from jaxlab.core.config import to_dict
+from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
 from jaxlab.paging import pager as pager_lib, pages
 from jaxlab.paging.train import Stopped, shard_batch
@@ -261,7 +261,7 @@ def export(model, config, folder: Path, history: list[dict]) -> Path:
   folder.mkdir(parents=True, exist_ok=True)
   tensors = {"/".join(map(str, path)): np.ascontiguousarray(v) for path, v in pretrained_state(model).items()}
   save_file(tensors, str(folder / "encoder.safetensors"),
-            metadata={"lm_fingerprint": pages.model_fingerprint(config.model.path)})
+            metadata={"lm_fingerprint": pages.model_fingerprint(repo_path(config.model.path))})
   (folder / "config.json").write_text(json.dumps(to_dict(config), indent=1, sort_keys=True) + "\n")
   (folder / "history.json").write_text(json.dumps(history, indent=1) + "\n")
   return folder
@@ -286,7 +286,7 @@ def load(folder, config) -> dict:
     raise FileNotFoundError(f"{path}: no exported encoder (run configs/latent_pager.py:pretrain first)")
   with safe_open(str(path), framework="numpy") as f:
     lm_key = (f.metadata() or {}).get("lm_fingerprint")
-  if lm_key != pages.model_fingerprint(config.model.path):
+  if lm_key != pages.model_fingerprint(repo_path(config.model.path)):
     raise ValueError(f"{folder}: the encoder was trained on another LM than {config.model.path}")
   made, ours = json.loads((folder / "config.json").read_text()), to_dict(config)
   for field in COMMON_FIELDS + ENCODER_FIELDS.get(config.pager.encoder, ()):

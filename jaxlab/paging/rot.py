@@ -20,7 +20,7 @@ import numpy as np
 from flax import nnx
 
 from jaxlab.core import report as report_lib, train as train_lib
-from jaxlab.core.config import from_dict, to_dict
+from jaxlab.core.config import from_dict, repo_path, to_dict
 from jaxlab.core.stats import describe
 from jaxlab.paging import analysis, data, metrics, pager as pager_lib, train
 
@@ -48,7 +48,7 @@ def run(config, workdir: Path):
   from jaxlab.paging import experiment
 
   workdir = Path(workdir)
-  pager_dir = Path(config.rot.pager_workdir)
+  pager_dir = repo_path(config.rot.pager_workdir)
   pager_config = from_dict(json.loads((pager_dir / "config.json").read_text()))
   setup = experiment.Setup(pager_config, workdir)
   trained = trained_pager(pager_config, setup, pager_dir)
