@@ -74,25 +74,68 @@ def test_a_zero_published_mean_has_infinite_relative_gap():
     ({"diff": 0.02, "ci": [-0.01, 0.06], "n": 8}, "same direction, not resolved at n=8"),
     ({"diff": -0.02, "ci": [-0.06, 0.01], "n": 8}, "opposite direction, not resolved at n=8"),
     ({"diff": 0.0, "ci": [0.0, 0.0], "n": 8}, "opposite direction, not resolved at n=8"),
-    ({"diff": 0.3, "ci": None, "n": 1}, "same direction, not resolved at n=1"),
-    (None, "not resolved at n=1"),
+    ({"diff": 0.3, "ci": None, "n": 40}, "same direction, not resolved at n=40"),
+    ({"diff": 0.2, "ci": [0.05, 0.4], "n": stats.MIN_UNITS - 1},
+     f"too few seeds to grade, not resolved at n={stats.MIN_UNITS - 1}"),
+    ({"diff": 0.2, "ci": [0.05, 0.4], "n": 200, "n_seeds": 4}, "too few seeds to grade, not resolved at n=4"),
+    ({"diff": 0.3, "ci": None, "n": 1}, "too few seeds to grade, not resolved at n=1"),
+    (None, "too few seeds to grade, not resolved at n=1"),
 ])
 def test_claim_verdicts(interval, verdict):
-  assert report.claim("c", "p", "o", interval)["verdict"] == verdict
+  row = report.claim("c", "p", "o", interval)
+  assert row["verdict"] == verdict and report.verdict_kind(verdict) in report.CLAIM_VERDICTS
+  assert row["counted"] == (report.verdict_kind(verdict) != report.TOO_FEW)
 
 
-def test_claims_true_by_construction_are_marked_and_not_counted():
-  rows = [report.claim("a", "p", "o", {"diff": 1.0, "ci": [0.5, 1.5], "n": 8}),
-          report.claim("b", "p", "o", {"diff": 0.1, "ci": [-0.1, 0.3], "n": 8}),
-          report.claim("c", "p", "o", {"diff": -0.1, "ci": [-0.3, 0.1], "n": 8}),
-          report.claim("d", "p", "o", {"diff": -1.0, "ci": [-1.5, -0.5], "n": 8}),
-          report.claim("e", "p", "o", None, by_construction=True)]
-  assert rows[-1]["verdict"] == "by construction" and not rows[-1]["counted"]
+def test_claims_true_by_construction_or_on_too_few_seeds_are_marked_and_not_counted():
+  rows = [report.claim("a", "p", "o", {"diff": 1.0, "ci": [0.5, 1.5], "n": 8, "p": 0.001}),
+          report.claim("b", "p", "o", {"diff": 0.1, "ci": [-0.1, 0.3], "n": 8, "p": 0.3}),
+          report.claim("c", "p", "o", {"diff": -0.1, "ci": [-0.3, 0.1], "n": 8, "p": 0.3}),
+          report.claim("d", "p", "o", {"diff": -1.0, "ci": [-1.5, -0.5], "n": 8, "p": 0.001}),
+          report.claim("e", "p", "o", None, by_construction=True),
+          report.claim("f", "p", "o", {"diff": 1.0, "ci": [0.5, 1.5], "n": 3, "p": 0.001})]
+  assert rows[4]["verdict"] == "by construction" and not rows[4]["counted"]
+  assert report.verdict_kind(rows[5]["verdict"]) == report.TOO_FEW and not rows[5]["counted"]
   n = report.claim_counts(rows)
   assert (n["holds"], n["same direction, not resolved"], n["opposite direction, not resolved"],
-          n["does not hold"], n["by construction"], n["counted"]) == (1, 1, 1, 1, 1, 4)
+          n["does not hold"], n[report.TOO_FEW], n["by construction"], n["counted"]) == (1, 1, 1, 1, 1, 1, 4)
   line = report.claims_line(rows)
-  assert line.startswith("1 of 4 graded claims hold, 1 do not hold, 2 are not resolved") and "1 more" in line
+  assert line.startswith("1 of 4 graded claims hold (1 after Holm's correction at 5% familywise), 1 do not hold, "
+                         "2 are not resolved")
+  assert f"1 more have too few seeds to grade (n < {stats.MIN_UNITS})" in line and "1 more are true by" in line
+
+
+def holm_rows(ps):
+  """Claims that hold on their 95% interval, with the given p-values (None: the interval has none)."""
+  return [report.claim(f"c{i}", "p", "o", {"diff": 1.0, "ci": [0.1, 2.0], "n": 10, **({} if p is None else {"p": p})})
+          for i, p in enumerate(ps)]
+
+
+def test_holm_column_over_the_counted_claims():
+  # Four graded claims, all holding on their own intervals: Holm at 5% keeps 0.001 (<= 0.0125),
+  # 0.01 (<= 0.0167), then stops at 0.03 (> 0.025), so 0.04 goes too.
+  rows = holm_rows([0.01, 0.04, 0.001, 0.03])
+  assert report.holds_after_holm(rows) == [True, False, True, False]
+  # Claims that are not counted stay out of the family: the same four are judged alike.
+  extra = [report.claim("x", "p", "o", {"diff": 1.0, "ci": [0.1, 2.0], "n": 3, "p": 0.5}),
+           report.claim("y", "p", "o", None, by_construction=True)]
+  assert report.holds_after_holm(rows + extra) == [True, False, True, False, None, None]
+  # A claim without a p-value is in the family as p = 1: shown as unknown, and it tightens the rest.
+  no_p = holm_rows([0.01, 0.001, None])
+  assert report.holds_after_holm(no_p) == [True, True, None]
+  assert report.holds_after_holm(holm_rows([0.03, 0.001])) == [True, True]
+  assert report.holds_after_holm(holm_rows([0.03, 0.001, None])) == [False, True, None]
+  # A rejected claim whose interval lies below zero does not hold after Holm either.
+  below = report.claim("d", "p", "o", {"diff": -1.0, "ci": [-2.0, -0.1], "n": 10, "p": 0.001})
+  assert report.holds_after_holm([below]) == [False]
+  line = report.claims_line(no_p)
+  assert line.startswith("3 of 3 graded claims hold (2 after Holm's correction at 5% familywise)")
+  assert "1 graded claims carry no p-value and count as not holding after Holm" in line
+  heading, text = report.claims_section(rows + extra + no_p[2:])
+  table = text.split("\n\n")[1].splitlines()
+  assert table[0].endswith("| verdict | holds after Holm |")
+  assert [row.rsplit("|", 2)[1].strip() for row in table[2:]] == ["yes", "no", "yes", "no", "—", "—", "—"]
+  assert "(n=10, p=0.001)" in table[4]
 
 
 def test_figure_counts_split_verdicts_and_methods():

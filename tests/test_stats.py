@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from jaxlab.core import stats
 
@@ -73,3 +74,70 @@ def test_nested_bootstrap_counts_the_spread_between_seeds():
   assert width(b) > 4 * width(a)
   assert b == stats.nested_bootstrap(mean(apart), 4, 200, 2_000)
   assert stats.nested_bootstrap(mean(alike[:1]), 1, 200)["ci"] is None
+  # Seeds that disagree make the interval Student t's at 4 seeds, wider than the percentile's.
+  plain = stats.nested_bootstrap(mean(apart), 4, 200, 2_000, method="percentile")
+  assert width(b) > 1.3 * width(plain)
+
+
+@pytest.mark.parametrize("n", [stats.MIN_UNITS, 8, 10, 30])
+def test_the_claim_interval_covers_95_percent(n):
+  """Zero-effect samples (NumPy only, fixed seed): the expanded interval covers 0 about 95% of the
+  time from MIN_UNITS units up, where the plain percentile interval falls short."""
+  c = stats.coverages(n, ("expanded", "percentile"), sims=2000, n_resamples=1000, seed=0)
+  assert 0.93 <= c["expanded"] <= 0.97
+  if n <= 10:
+    assert c["percentile"] < 0.92
+
+
+def test_coverage_of_one_method_and_bad_names():
+  assert stats.coverage("t", 8, sims=500, n_resamples=10) == stats.coverages(8, ("t",), sims=500, n_resamples=10)["t"]
+  with pytest.raises(ValueError, match="unknown method"):
+    stats.coverage("studentized", 8)
+  with pytest.raises(ValueError, match="unknown interval method"):
+    stats.bootstrap_claim(lambda i: np.mean(i, -1), 8, 100, method="bca")
+
+
+@pytest.mark.parametrize("n, shift, seed", [(8, 0.3, 1), (10, 0.5, 0), (30, -0.3, 0), (12, 0.0, 1), (9, 1.0, 2)])
+def test_p_value_agrees_with_the_interval(n, shift, seed):
+  """The 1 - a interval excludes 0 exactly when p < a, for every a, where resamples reach zero."""
+  x = np.random.default_rng(seed).normal(shift, 1.0, n)
+  margin = lambda idx: x[idx].mean(-1)
+  p = stats.bootstrap_claim(margin, n, 2000, seed=seed)["p"]
+  assert 0 < p <= 1
+  for a in np.geomspace(1e-3, 0.9, 60):
+    lo, hi = stats.bootstrap_claim(margin, n, 2000, seed=seed, confidence=1 - a)["ci"]
+    assert (lo > 0 or hi < 0) == (p < a), (a, p, lo, hi)
+
+
+def test_p_value_beyond_every_resample_is_the_t_test():
+  """With no resample across zero the p-value comes from a normal fitted to the resamples, which
+  for a mean is Student's t-test."""
+  x = np.random.default_rng(0).normal(3.0, 1.0, 8)
+  out = stats.bootstrap_claim(lambda idx: x[idx].mean(-1), 8, 10_000)
+  assert out["ci"][0] > 0
+  assert out["p"] == pytest.approx(sps.ttest_1samp(x, 0).pvalue, rel=0.1)
+  flat = stats.bootstrap_claim(lambda idx: np.full(np.shape(idx)[:-1], 0.5), 8, 100)
+  zero = stats.bootstrap_claim(lambda idx: np.zeros(np.shape(idx)[:-1]), 8, 100)
+  assert (flat["p"], zero["p"]) == (0.0, 1.0)
+
+
+def test_paired_bootstrap_matches_the_claim_interval():
+  rng = np.random.default_rng(4)
+  a, b = rng.normal(0.2, 1, 12), rng.normal(0, 1, 12)
+  paired = stats.paired_bootstrap(a, b, 3000, seed=5)
+  claim = stats.bootstrap_claim(lambda i: a[i].mean(-1) - b[i].mean(-1), 12, 3000, seed=5)
+  assert paired["ci"] == pytest.approx(claim["ci"]) and paired["p"] == pytest.approx(claim["p"])
+  assert stats.paired_bootstrap([1.0], [0.0])["ci"] is None
+
+
+def test_holm_against_a_hand_worked_example():
+  # m = 5, alpha = 0.05. Sorted: 0.001 <= 0.01, 0.008 <= 0.0125, 0.012 <= 0.0167, then 0.04 > 0.025
+  # stops, so 0.041 is kept too although it is below its own threshold of 0.05.
+  p = [0.04, 0.001, 0.041, 0.012, 0.008]
+  np.testing.assert_array_equal(stats.holm(p, 0.05), [False, True, False, True, True])
+  # Bonferroni would keep only 0.02 of the first pair; Holm compares the second with alpha itself.
+  np.testing.assert_array_equal(stats.holm([0.03, 0.02], 0.05), [True, True])
+  np.testing.assert_array_equal(stats.holm([0.03, 0.04], 0.05), [False, False])
+  assert stats.holm([], 0.05).shape == (0,)
+  with pytest.raises(ValueError, match="p = 1"):
+    stats.holm([0.01, float("nan")])

@@ -16,7 +16,10 @@ functions of those indices:
 `cells` is an array (cells, units) and `a`, `b` are arrays (units,); unit j must be the same seed
 (or day) in every cell, which is what `results.Runs` returns, so one resampled index set serves
 every cell and cells that share seeds are paired. Margins of "both" mix units (revenue and
-discovery); only their sign matters. `interval(margin, n_units)` is the bootstrap interval.
+discovery); only their sign matters. `interval(margin, n_units)` is the bootstrap interval, the
+expanded percentile interval whose coverage `stats.coverages` measures (docs/grading.md), with the
+p-value report.py's Holm column uses. A margin that is a min or max over cells (peak, every,
+count, both) is not smooth in the data; its coverage is not measured there, only a mean's is.
 """
 
 from __future__ import annotations
@@ -98,5 +101,6 @@ def both(*margins: Margin) -> Margin:
 
 
 def interval(margin: Margin, n_units: int, n_resamples: int = 10_000, seed: int = 0) -> dict:
-  """{"diff", "ci", "n"}: the margin on all units and its 95% bootstrap interval over units."""
+  """{"diff", "ci", "p", "n"}: the margin on all units, its 95% bootstrap interval over units and the
+  interval's two-sided p-value (`stats.bootstrap_claim`)."""
   return stats.bootstrap_claim(margin, n_units, n_resamples=n_resamples, seed=seed)

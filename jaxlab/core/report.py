@@ -16,8 +16,13 @@ rounding is always consistent. Verdicts: `consistent` (|z| <= 2 or within roundi
 days, or questions) of a margin that is positive on the published side (`stats.bootstrap_claim`,
 `stats.paired_bootstrap`, or an exact interval where one fits). `holds` needs the whole interval
 above zero and `does not hold` the whole interval below; an interval across zero is "not resolved"
-in the direction of the point estimate. Claims the model guarantees are `by construction` and are
-not counted.
+in the direction of the point estimate. A claim over fewer than `stats.MIN_UNITS` units (seeds, or
+days) has "too few seeds to grade": below that the 95% interval covers clearly less than 95%
+(docs/grading.md). Claims the model guarantees are `by construction`. Neither kind is counted.
+
+A report grades many claims at once, so each claims section also says which hold after Holm's
+correction at 5% familywise over its counted claims (`holds_after_holm`), on each claim's p-value
+(interval["p"]).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
+
+from jaxlab.core import stats
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -105,17 +112,28 @@ def compare(figure: str, published: tuple, ours: dict, n_published: int | None =
           "resolution": resolution, "verdict": verdict}
 
 
+TOO_FEW = "too few seeds to grade"
 CLAIM_VERDICTS = ("holds", "same direction, not resolved", "opposite direction, not resolved",
-                  "does not hold", "by construction")
+                  "does not hold", TOO_FEW, "by construction")
+HOLM_ALPHA = 0.05
+
+
+def interval_units(interval: dict | None) -> int:
+  """The units an interval's coverage rests on: its n (seeds, days, questions); for a nested
+  interval the fewer of seeds and units."""
+  if interval is None:
+    return 1
+  return int(min(interval.get("n", 1), interval.get("n_seeds", interval.get("n", 1))))
 
 
 def claim_verdict(interval: dict | None, by_construction: bool = False) -> str:
   """The verdict of a claim from its margin's interval (positive = the published side)."""
   if by_construction:
     return "by construction"
-  if interval is None:
-    return "not resolved at n=1"
-  diff, ci, n = interval["diff"], interval.get("ci"), interval.get("n", 1)
+  n = interval_units(interval)
+  if n < stats.MIN_UNITS:
+    return f"{TOO_FEW}, not resolved at n={n}"
+  diff, ci = interval["diff"], interval.get("ci")
   if ci is not None and ci[0] > 0:
     return "holds"
   if ci is not None and ci[1] < 0:
@@ -126,17 +144,47 @@ def claim_verdict(interval: dict | None, by_construction: bool = False) -> str:
 
 def claim(text: str, published: str, ours: str, interval: dict | None = None, *,
           by_construction: bool = False) -> dict:
-  """A published statement, our numbers, and its verdict on `interval` ({"diff", "ci", "n"},
-  oriented so that > 0 is the published side; see `claim_verdict`)."""
+  """A published statement, our numbers, and its verdict on `interval` ({"diff", "ci", "n"} and,
+  for the Holm column, "p"; oriented so that > 0 is the published side; see `claim_verdict`).
+  `counted`: whether it is graded (not by construction, not too few seeds)."""
   if isinstance(interval, (bool, np.bool_)):  # a point estimate is not a verdict: it ignores the noise
     raise TypeError(f"claim {text!r}: pass the interval of its margin ({{'diff', 'ci', 'n'}}), not a bool")
-  return {"claim": text, "published": published, "ours": ours, "verdict": claim_verdict(interval, by_construction),
-          "interval": interval, "counted": not by_construction}
+  verdict = claim_verdict(interval, by_construction)
+  return {"claim": text, "published": published, "ours": ours, "verdict": verdict,
+          "interval": interval, "counted": verdict_kind(verdict) not in (TOO_FEW, "by construction")}
 
 
 def verdict_kind(verdict: str) -> str:
   """One of CLAIM_VERDICTS ("..., not resolved at n=8" -> "..., not resolved")."""
+  if verdict.startswith(TOO_FEW):
+    return TOO_FEW
   return verdict.split(" at n=")[0] if "not resolved" in verdict else verdict
+
+
+def _counted(row: dict) -> bool:
+  return bool(row.get("counted", verdict_kind(row["verdict"]) not in (TOO_FEW, "by construction")))
+
+
+def _p(row: dict) -> float | None:
+  p = (row.get("interval") or {}).get("p")
+  return None if p is None or not math.isfinite(p) else float(p)
+
+
+def holds_after_holm(rows: list[dict], alpha: float = HOLM_ALPHA) -> list[bool | None]:
+  """Per claim: does it hold after Holm's correction over the report's counted claims?
+
+  The family is every counted claim; each enters with its interval's two-sided p-value, and one
+  whose interval carries none enters as p = 1 (never rejected, yet it tightens the others'
+  thresholds, so the familywise error stays <= alpha). A rejected claim holds when its verdict
+  does (rejection at p < 0.05 puts the 95% interval off zero, on the verdict's side). None: not
+  counted, or no p-value."""
+  family = [i for i, r in enumerate(rows) if _counted(r)]
+  reject = stats.holm([1.0 if _p(rows[i]) is None else _p(rows[i]) for i in family], alpha)
+  out: list[bool | None] = [None] * len(rows)
+  for i, rejected in zip(family, reject):
+    if _p(rows[i]) is not None:
+      out[i] = bool(rejected) and rows[i]["verdict"] == "holds"
+  return out
 
 
 def markdown_table(headers: list[str], rows: list[list]) -> str:
@@ -162,13 +210,15 @@ def interval_text(interval: dict | None, digits: int = 3) -> str:
   if interval.get("ci") is not None:
     lo, hi = interval["ci"]
     text += f" [{lo:+.{digits}g}, {hi:+.{digits}g}]"
-  return text + f" (n={interval.get('n', 1)})"
+  p = interval.get("p")
+  return text + f" (n={interval.get('n', 1)}" + ("" if p is None else f", p={p:.2g}") + ")"
 
 
 def claims_table(rows: list[dict]) -> str:
-  return markdown_table(["claim", "published", "ours", "margin [95% CI]", "verdict"],
-                        [[r["claim"], r["published"], r["ours"], interval_text(r.get("interval")), r["verdict"]]
-                         for r in rows])
+  holm = {True: "yes", False: "no", None: "—"}
+  return markdown_table(["claim", "published", "ours", "margin [95% CI]", "verdict", "holds after Holm"],
+                        [[r["claim"], r["published"], r["ours"], interval_text(r.get("interval")), r["verdict"],
+                          holm[h]] for r, h in zip(rows, holds_after_holm(rows))])
 
 
 def figure_counts(rows: list[dict]) -> dict:
@@ -191,21 +241,30 @@ def comparisons_section(rows: list[dict], how: str = "", after: str = ""):
 
 
 def claim_counts(rows: list[dict]) -> dict:
+  """Claims per verdict kind; "counted" (graded), "holds after Holm", and "no p" (graded claims
+  whose interval carries no p-value)."""
   out = {v: 0 for v in CLAIM_VERDICTS + ("not resolved at n=1",)}
   for r in rows:
     kind = verdict_kind(r["verdict"])
     out[kind if kind in out else "not resolved at n=1"] += 1
-  out["counted"] = sum(r["verdict"] != "by construction" for r in rows)
+  out["counted"] = sum(_counted(r) for r in rows)
+  out["holds after Holm"] = sum(h is True for h in holds_after_holm(rows))
+  out["no p"] = sum(_counted(r) and _p(r) is None for r in rows)
   return out
 
 
 def claims_line(rows: list[dict]) -> str:
   n = claim_counts(rows)
   unresolved = n["same direction, not resolved"] + n["opposite direction, not resolved"] + n["not resolved at n=1"]
-  line = (f"{n['holds']} of {n['counted']} graded claims hold, {n['does not hold']} do not hold, {unresolved} are "
-          f"not resolved ({n['same direction, not resolved']} in the published direction, "
+  line = (f"{n['holds']} of {n['counted']} graded claims hold ({n['holds after Holm']} after Holm's correction at "
+          f"{HOLM_ALPHA:.0%} familywise), {n['does not hold']} do not hold, {unresolved} are not resolved "
+          f"({n['same direction, not resolved']} in the published direction, "
           f"{n['opposite direction, not resolved']} against it")
   line += f", {n['not resolved at n=1']} with no interval)" if n["not resolved at n=1"] else ")"
+  if n["no p"]:
+    line += f"; {n['no p']} graded claims carry no p-value and count as not holding after Holm"
+  if n[TOO_FEW]:
+    line += f"; {n[TOO_FEW]} more have too few seeds to grade (n < {stats.MIN_UNITS}) and are not counted"
   if n["by construction"]:
     line += f"; {n['by construction']} more are true by construction and not counted"
   return line + "."
@@ -213,8 +272,11 @@ def claims_line(rows: list[dict]) -> str:
 
 def claims_section(rows: list[dict], note: str = ""):
   text = (f"{claims_line(rows)} A claim holds only when the 95% interval of its margin over seeds (or days, or "
-          f"questions) lies on the published side; agreeing point estimates inside the noise are not resolved."
-          f"{' ' + note if note else ''}\n\n" + claims_table(rows))
+          f"questions) lies on the published side; agreeing point estimates inside the noise are not resolved. "
+          f"A claim over fewer than {stats.MIN_UNITS} seeds (or days) is not graded: there the 95% interval covers "
+          f"clearly less than 95% (docs/grading.md). \"holds after Holm\" is yes for a claim that holds and also "
+          f"survives Holm's step-down correction over this report's graded claims at {HOLM_ALPHA:.0%} familywise, on "
+          f"the p-value of its interval (—: not graded, or no p-value; a graded claim without one counts as p = 1).{' ' + note if note else ''}\n\n" + claims_table(rows))
   return "Published claims", text
 
 
@@ -249,3 +311,23 @@ def write_report(workdir: Path, title: str, sections: list[tuple[str, str]]) -> 
   path = Path(workdir) / "report.md"
   path.write_text("\n".join(body))
   return path
+
+
+def target(name: str, text: str, met: bool | None, ours: str) -> dict:
+  """One of the experiment's own targets: what it asks (`text`), what we measured (`ours`), and
+  whether it is met (None where this run cannot judge it, e.g. a regime it needs did not run)."""
+  return {"target": name, "text": text, "ours": ours, "met": None if met is None else bool(met)}
+
+
+def targets_line(rows: list[dict]) -> str:
+  met, unjudged = sum(r["met"] is True for r in rows), sum(r["met"] is None for r in rows)
+  return f"{met} of {len(rows)} targets met" + (f" ({unjudged} cannot be judged in this run)." if unjudged else ".")
+
+
+def targets_section(rows: list[dict], note: str = ""):
+  """The report section of the experiment's own targets (not published claims): a count line and
+  a table of each target, ours, and met / not met / n/a."""
+  show = {True: "met", False: "not met", None: "n/a"}
+  table = markdown_table(["target", "stated as", "ours", "met"],
+                         [[r["target"], r["text"], r["ours"], show[r["met"]]] for r in rows])
+  return "Targets", f"{targets_line(rows)}{' ' + note if note else ''}\n\n" + table
