@@ -21,7 +21,7 @@ import pytest
 
 from jaxlab import physics
 from jaxlab.core import mesh as mesh_lib
-from jaxlab.core import results, train
+from jaxlab.core import receipts, results, train
 from jaxlab.core.config import ConfigError, load
 from jaxlab.developmental import batch as batch_lib
 from jaxlab.developmental import curiosity, curriculum, evaluation, experiment, fused, learner, play, world_model
@@ -78,6 +78,14 @@ def test_smoke_end_to_end(config, smoke_dir):
   # Every regime played exactly the same budget; the fixed order visits every stage.
   fixed = table["regime"] == list(config.regimes).index("fixed_order")
   assert (np.sort(np.unique(res["stage"][fixed])) == np.arange(len(physics.STAGES))).all()
+
+
+@pytest.mark.float_sensitive
+def test_smoke_matches_its_receipt(smoke_dir):
+  result = receipts.verify(smoke_dir)
+  assert result.ok, result.table()
+  assert {t["target"] for t in json.loads((smoke_dir / "summary.json").read_text())["targets"]}
+  assert "## Targets" in (smoke_dir / "report.md").read_text()
 
 
 def test_resume_is_bitwise(smoke_dir, tmp_path):

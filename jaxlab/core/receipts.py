@@ -576,8 +576,9 @@ def listing(root: Path = RESULTS) -> list[dict]:
     if commit:
       log = _git("log", "--format=%h", f"{commit}..HEAD", "--", *code_paths(experiment))
       since = None if log is None else [line for line in log.splitlines() if line]
+    committed = _git("log", "-1", "--format=%h", "--", str(where / "summary.json"))
     rows.append({"experiment": experiment, "variant": variant, "commit": commit, "dirty": made.get("dirty"),
-                 "match": meta.get("match"), "code_changed_since": since})
+                 "match": meta.get("match"), "code_changed_since": since, "committed_in": committed or None})
   return rows
 
 
@@ -591,6 +592,7 @@ def listing_table(rows: list[dict]) -> str:
     return f"yes: {n} commit{'s' if n > 1 else ''} ({', '.join(r['code_changed_since'][:3])}{', ...' if n > 3 else ''})" \
         if n else "no"
   return report.markdown_table(
-      ["receipt", "match", "commit", "code changed since"],
+      ["receipt", "match", "made at commit", "summary committed in", "code changed since"],
       [[f"{r['experiment']}/{r['variant']}", r["match"] or "seed",
-        (r["commit"] or "none")[:12] + (" (dirty)" if r["dirty"] else ""), changed(r)] for r in rows])
+        (r["commit"] or "none")[:12] + (" (dirty)" if r["dirty"] else ""), r["committed_in"] or "not committed",
+        changed(r)] for r in rows])

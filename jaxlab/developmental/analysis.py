@@ -14,6 +14,10 @@ weights, random draws and scenes, so regime comparisons are paired by seed):
 The headline (summary.json "headline") gives per regime the final held-out error, the error over
 the curve, the interactions needed to reach random play's final error, and the AUC of every probe,
 each as a mean over seeds with its 95% interval.
+
+The experiment's own targets (summary.json "targets", judged on the headline's means over seeds):
+a curious regime's world model reaches AUC >= 0.95 on every probe, and a curious regime reaches
+random play's final held-out error within a quarter of the interaction budget.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from jaxlab.core import report as report_lib
 from jaxlab.core import stats
 
 CURIOUS = ("curiosity", "progress")     # the curious regimes: expected surprise, learning progress
+AUC_TARGET = 0.95                       # every probe, a curious regime's world model
+BUDGET_SHARE_TARGET = 0.25              # reach random play's final error within this share of the budget
 
 
 def _rows(table, config, regime: str):
@@ -124,9 +130,51 @@ def summarize(config, table, res) -> dict:
     for p, kind in enumerate(config.eval.probes):
       figures[f"probe_auc/{g}/{kind}"] = stats.describe(res["probe_auc"][rows, p])
       figures[f"probe_pair_win/{g}/{kind}"] = stats.describe(res["probe_pair_win"][rows, p])
+  head = headline(config, table, res, m)
   return {"experiment": config.experiment, "variant": config.variant, "figures": figures, "comparisons": [],
-          "claims": claims(config, table, res, m), "headline": headline(config, table, res, m),
+          "claims": claims(config, table, res, m), "headline": head, "targets": targets(head),
           "env_steps_per_run": env_steps(config)}
+
+
+def targets(head: dict) -> list[dict]:
+  """The experiment's own targets, judged on the headline's means over seeds (None: no curious
+  regime ran, or no random regime to set the error to reach)."""
+  regimes = head["regimes"]
+  curious = [g for g in CURIOUS if g in regimes]
+  reached = lambda g: [k for k, a in regimes[g]["probe_auc"].items() if a["mean"] >= AUC_TARGET]
+
+  def probes(g):
+    auc = regimes[g]["probe_auc"]
+    low = min(auc, key=lambda k: auc[k]["mean"])
+    return f"{g}: {len(reached(g))} of {len(auc)} probes (lowest: {low} {auc[low]['mean']:.3g})"
+  others = [g for g in regimes if g not in CURIOUS]
+  ours = "; ".join(probes(g) for g in curious) or "no curious regime ran"
+  ours += f"; not curious, for reference: {'; '.join(probes(g) for g in others)}" if others else ""
+  auc_met = None if not curious else any(len(reached(g)) == len(regimes[g]["probe_auc"]) for g in curious)
+  rows = [report_lib.target(
+      f"violation of expectation: AUC >= {AUC_TARGET} on every probe",
+      f"a curious regime ({', '.join(CURIOUS)}) reaches a mean AUC over seeds of at least {AUC_TARGET} on every "
+      "probe that ran", auc_met, ours)]
+
+  budget = head["budget"]
+  steps = {g: regimes[g].get("steps_to_random_final") for g in curious}
+
+  def at(g):
+    x = steps[g]
+    if x["steps"] is None:
+      return f"{g}: not within the budget ({x['reached']:.0%} of resamples reach it)"
+    return f"{g}: {x['steps']:,.0f} steps ({x['steps'] / x['budget']:.2f} of the budget)"
+  judged = [g for g in curious if steps[g] is not None]
+  fast_met = None if not judged else any(steps[g]["steps"] is not None
+                                         and steps[g]["steps"] <= BUDGET_SHARE_TARGET * budget for g in judged)
+  ours = "; ".join(at(g) for g in judged) if judged else (
+      "no random regime ran" if curious else "no curious regime ran")
+  rows.append(report_lib.target(
+      "curiosity reaches random play's final error within a quarter of the budget",
+      f"a curious regime's held-out error (mean over seeds) is at or under random play's final held-out error "
+      f"(mean over seeds) by {BUDGET_SHARE_TARGET:g} of the interaction budget ({BUDGET_SHARE_TARGET * budget:,.0f} "
+      f"of {budget:,} environment steps per run)", fast_met, ours))
+  return rows
 
 
 def _paired(config, table, m, better: str, worse: str, measure: str, text: str):
@@ -220,6 +268,8 @@ def write(workdir, config, table, res, summary, images) -> None:
                    f"{p.episode_rounds} interactions in {p.envs} environments). Errors are the world model's "
                    "surprise on held-out scenes (1 is about the error of predicting that nothing changes). "
                    "docs/developmental.md has the design."),
+      report_lib.targets_section(summary["targets"], "Judged on the means over seeds; their intervals are in the "
+                                 "headline. The targets are the experiment's own (the spec gives no numbers)."),
       ("Headline (mean over seeds [95% bootstrap interval])",
        f"Random play's final held-out error (the threshold): {threshold}.\n\n" + headline_table(config, head)),
       report_lib.claims_section(summary["claims"], "The spec gives statements, not numbers (analysis.py)."),

@@ -11,7 +11,8 @@ The study's summary puts every seed's headline figures side by side and grades t
 per seed, on that run's intervals over test questions (as `compare` grades it), and over seeds,
 on a nested bootstrap (`core.stats.nested_bootstrap`: seeds and questions resampled together), so
 the interval holds the spread between training runs as well as the questions'. The latency
-ratios are wall-clock figures and stay out of summary.json (timing.json, report.md).
+ratios are wall-clock figures and stay out of summary.json (timing.json, report.md). The targets
+(summary.json "targets", report.md) are the bar's parts judged over seeds.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
               intervals["over_seeds/hallucination_grounded/latent_pager-text_buffer"]}
   bar = {"per_seed": per_seed, "over_seeds": analysis.bar(over)}
   return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
-          "figures": figures, "intervals": intervals, "bar": bar}
+          "figures": figures, "intervals": intervals, "bar": bar,
+          "targets": analysis.targets(over, bar["over_seeds"])}
 
 
 def latency(config: dict, runs: dict[int, dict]) -> dict:
@@ -183,6 +185,7 @@ def report(workdir) -> Path:
                    "and the text buffer are the same in every run, and every run answered the same test questions; "
                    "the text buffer's answers are identical across seeds). Each run is in `seeds/seed_<s>/` with its "
                    "own report."),
+      analysis.targets_section(summary, timing["over_seeds"]),
       ("The bar per seed and over seeds",
        f"Over seeds: F1 part {o['f1']}, hallucination part {o['hallucination']}, latency part {ot['latency_bar']} "
        f"(>= {analysis.BAR_SPEEDUP}x): **{'met' if met else 'not met'}**. Per seed, the parts hold in "

@@ -1,0 +1,151 @@
+"""The experiments' own targets in their receipts, and single measurements shown, not graded: on
+hand-made summaries, in seconds."""
+
+import json
+
+import numpy as np
+
+from jaxlab.core import report
+from jaxlab.developmental import analysis as dev
+from jaxlab.paging import analysis as pager
+from jaxlab.paging import seeds
+
+
+def test_target_rows_and_section():
+  rows = [report.target("a", "a >= 1", np.bool_(True), "1.2"), report.target("b", "b >= 1", False, "0.5"),
+          report.target("c", "c >= 1", None, "n/a")]
+  assert rows[0] == {"target": "a", "text": "a >= 1", "ours": "1.2", "met": True}
+  assert type(rows[0]["met"]) is bool and json.loads(json.dumps(rows)) == rows
+  heading, text = report.targets_section(rows, "A note.")
+  assert heading == "Targets"
+  assert text.startswith("1 of 3 targets met (1 cannot be judged in this run). A note.")
+  assert "| a | a >= 1 | 1.2 | met |" in text and "| b | b >= 1 | 0.5 | not met |" in text
+  assert "| c | c >= 1 | n/a | n/a |" in text
+  assert report.targets_section(rows[:2])[1].startswith("1 of 2 targets met.\n\n")
+
+
+# ----------------------------------------------------------------------------- developmental
+def _auc(*means):
+  return {k: {"mean": m, "ci": [m - 0.01, min(1.0, m + 0.01)], "n": 10}
+          for k, m in zip(("floor", "hover", "glass", "stack"), means)}
+
+
+def _steps(steps, budget=16_384, reached=1.0):
+  return {"steps": steps, "ci": [steps, None], "n": 10, "reached": reached, "budget": budget}
+
+
+def _headline(regimes, budget=16_384):
+  return {"random_final_error": 0.44, "budget": budget, "regimes": regimes}
+
+
+def test_developmental_targets_from_the_headline():
+  head = _headline({
+      "curiosity": {"probe_auc": _auc(1.0, 1.0, 0.87, 0.71), "steps_to_random_final": _steps(None, reached=0.01)},
+      "progress": {"probe_auc": _auc(1.0, 1.0, 0.91, 0.68), "steps_to_random_final": _steps(8_192.0)},
+      "random": {"probe_auc": _auc(1.0, 1.0, 0.96, 0.57), "steps_to_random_final": _steps(16_384.0)},
+  })
+  auc, fast = dev.targets(head)
+  assert auc["met"] is False and fast["met"] is False        # 8,192 steps is half the budget, not a quarter
+  assert "curiosity: 2 of 4 probes (lowest: stack 0.71)" in auc["ours"] and "not curious, for reference: random: 3 of 4 probes" in auc["ours"]
+  assert "curiosity: not within the budget (1% of resamples reach it)" in fast["ours"]
+  assert "progress: 8,192 steps (0.50 of the budget)" in fast["ours"] and "4,096 of 16,384" in fast["text"]
+  # One curious regime meeting each target is enough; the quarter is inclusive.
+  head["regimes"]["progress"] = {"probe_auc": _auc(1.0, 0.99, 0.95, 0.97), "steps_to_random_final": _steps(4_096.0)}
+  auc, fast = dev.targets(head)
+  assert auc["met"] is True and fast["met"] is True
+  # A non-curious regime meeting them does not count.
+  head = _headline({"curiosity": {"probe_auc": _auc(1.0, 0.5, 0.5, 0.5), "steps_to_random_final": _steps(None)},
+                    "random": {"probe_auc": _auc(1.0, 1.0, 1.0, 1.0), "steps_to_random_final": _steps(1.0)}})
+  assert [t["met"] for t in dev.targets(head)] == [False, False]
+
+
+def test_developmental_targets_that_cannot_be_judged():
+  # No random regime: nothing sets the error to reach.
+  head = _headline({"curiosity": {"probe_auc": _auc(1.0, 1.0, 1.0), "steps_to_random_final": None}})
+  auc, fast = dev.targets(head)
+  assert auc["met"] is True and "3 of 3 probes" in auc["ours"]      # every probe that ran
+  assert fast["met"] is None and fast["ours"] == "no random regime ran"
+  # No curious regime: neither target is about this run.
+  head = _headline({"random": {"probe_auc": _auc(1.0, 1.0), "steps_to_random_final": _steps(16_384.0)}})
+  assert [t["met"] for t in dev.targets(head)] == [None, None]
+  text = report.targets_section(dev.targets(head))[1]
+  assert text.startswith("0 of 2 targets met (2 cannot be judged in this run).")
+
+
+# ----------------------------------------------------------------------------- latent pager
+def _interval(diff, lo, hi, n=400):
+  return {"diff": diff, "ci": [lo, hi], "n": n, "p": 0.5}
+
+
+def _pager_headline(f1, hal):
+  return {"pager_minus_text_buffer_f1": f1, "pager_minus_text_buffer_grounded_hallucination": hal}
+
+
+def test_pager_targets_are_the_bar_parts():
+  h = _pager_headline(_interval(-0.011, -0.068, 0.045), _interval(0.010, -0.010, 0.030, 500))
+  b = pager.bar(h)
+  rows = pager.targets(h, b)
+  assert [r["met"] for r in rows] == [True, True] == [b["f1"], b["hallucination"]]
+  assert rows[0]["ours"] == "-0.0110 [-0.0680, +0.0450]" and "reaches 0 or above" in rows[0]["text"]
+  assert rows[1]["ours"] == "+0.0100 [-0.0100, +0.0300]" and "reaches 0 or below" in rows[1]["text"]
+  h = _pager_headline(_interval(-0.1, -0.15, -0.05), _interval(0.1, 0.05, 0.15, 500))
+  assert [r["met"] for r in pager.targets(h, pager.bar(h))] == [False, False]
+  h = _pager_headline(None, None)
+  rows = pager.targets(h, pager.bar(h))
+  assert [r["met"] for r in rows] == [None, None] and rows[0]["ours"] == "n/a"
+
+
+def test_pager_latency_target_is_in_the_report_only():
+  ratio = {"mean": 2.61, "ci": [2.5, 2.7], "n": 50}
+  row = pager.latency_target(ratio)
+  assert row["met"] is True and row["ours"] == "2.61 [2.50, 2.70]x (timing.json)"
+  assert pager.latency_target({**ratio, "mean": 2.4})["met"] is False and pager.latency_target(None)["met"] is None
+  h = _pager_headline(_interval(-0.011, -0.068, 0.045), _interval(0.010, -0.010, 0.030, 500))
+  summary = {"targets": pager.targets(h, pager.bar(h))}
+  heading, text = pager.targets_section(summary, {"latency_ratio": ratio})
+  assert heading == "Targets" and text.startswith("3 of 3 targets met.")
+  assert "lower latency" in text and "timing.json" in text and len(summary["targets"]) == 2
+  assert "latency" not in json.dumps(summary)             # summary.json holds no wall-clock figure
+  assert pager.targets_section(summary, {})[1].startswith("2 of 3 targets met (1 cannot be judged in this run).")
+
+
+def test_seed_study_targets_are_the_bar_over_seeds():
+  units = 6
+  text = {"f1": np.linspace(0.2, 0.7, units), "hallucination_grounded": np.zeros(units)}
+  h = _pager_headline(_interval(0.0, -0.1, 0.1), _interval(0.0, -0.1, 0.1))
+  runs = {s: {"ids": list(range(units)), "answerable": np.ones(units, bool), "text_answers": ["x"] * units,
+              "scores": {"text_buffer": text, "latent_pager": {k: v + 0.01 * s for k, v in text.items()}},
+              "history": [{"step": 0, "val_f1": 0.3}], "summary": {"headline": h, "bar": pager.bar(h)}}
+          for s in (0, 1)}
+  summary = seeds.summarize({"experiment": "latent_pager", "variant": "seeds", "seed": 0, "eval": {"bootstrap": 200}},
+                            runs)
+  assert [t["met"] for t in summary["targets"]] == [summary["bar"]["over_seeds"]["f1"],
+                                                    summary["bar"]["over_seeds"]["hallucination"]]
+  assert "latency" not in json.dumps(summary)
+
+
+def _claims_inputs(peak=True):
+  f = {f"all/{s}/{m}": {"mean": v, "sd": None, "n": 2} for s, v in (("latent_pager", 0.4), ("text_buffer", 0.5))
+       for m in ("f1", "rouge_l", "hallucination", "answer_words")}
+  if peak:
+    f.update({"all/latent_pager/peak_memory_gb": {"mean": 0.21, "sd": None, "n": 1},
+              "all/text_buffer/peak_memory_gb": {"mean": 0.12, "sd": None, "n": 1}})
+  summary = {"figures": f, "intervals": {}, "training": [{"step": 0, "val_f1": 0.2, "val_loss": 2.0},
+                                                         {"step": 100, "val_f1": 0.3, "val_loss": 2.1}]}
+  main = [{"task_type": "single_fact", "answerable": True}, {"task_type": "multi_hop", "answerable": True}]
+  sc = {s: {"f1": np.array([0.4, 0.5])} for s in ("latent_pager", "text_buffer")}
+  return summary, main, sc
+
+
+def test_peak_memory_is_shown_as_one_measurement_not_graded():
+  summary, main, sc = _claims_inputs()
+  rows = pager.claims(summary, main, sc, 100, 0)
+  assert not any("memory" in r["claim"] for r in rows)
+  # No claim is graded on an interval made from one measurement.
+  for r in rows:
+    iv = r["interval"]
+    assert iv is None or iv["ci"] is None or iv["n"] > 1, r["claim"]
+  note = pager.memory_note(summary["figures"])
+  assert note.startswith("Not graded") and "1.82 GB vs 1.02 GB" in note and "0.2100 GB vs 0.1200 GB" in note
+  assert "one measurement per system" in note and "no interval" in note
+  assert pager.memory_note(_claims_inputs(peak=False)[0]["figures"]) == ""
