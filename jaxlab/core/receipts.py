@@ -129,12 +129,14 @@ def _version(name: str) -> str | None:
 
 
 def provenance(argv=None) -> dict:
-  """Where a run came from: commit (and whether tracked files differed from it), package versions,
+  """Where a run came from: commit (and whether tracked code differed from it), package versions,
   device, CPU and the instruction set XLA used, and the command line."""
   import jax
 
   commit = _git("rev-parse", "HEAD")
-  status = _git("status", "--porcelain", "--untracked-files=no")
+  # Dirty: a tracked file that can change a result differs from the commit (receipts and docs cannot).
+  status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results", ":(exclude)docs",
+                ":(exclude)*.md")
   device = jax.devices()[0]
   return {"commit": commit, "dirty": None if status is None else bool(status),
           "versions": {name: _version(name) for name in VERSIONS},
