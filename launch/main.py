@@ -90,7 +90,7 @@ def _write_atomically(path: Path, text: str) -> None:
 def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None) -> int:
   """Loads and validates `spec`, writes config.json and runs the experiment in `workdir`."""
   from jaxlab import experiments
-  from jaxlab.core import config as config_lib, train
+  from jaxlab.core import checkpoint, config as config_lib, train
 
   def validate(config):
     name = config_lib.require(config, "experiment", lambda v: v in experiments.EXPERIMENTS,
@@ -121,7 +121,11 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None) -> in
     receipts.write_provenance(workdir, argv)
   try:
     report = experiments.get(config.experiment).run(config, workdir)
-  except train.CheckpointMismatch:
+  except train.Stopped as stop:   # SIGTERM or a per-call limit: saved, and the same command resumes
+    if jax.process_index() == 0:
+      print(stop)
+    return 0
+  except checkpoint.CheckpointMismatch:
     if previous is not None and jax.process_index() == 0:
       _write_atomically(workdir / "config.json", previous)
       return _refuse(workdir, json.loads(previous), config)

@@ -1,81 +1,75 @@
-"""core.checkpoint.scan_chunked: chunked, sharded scans resume from a saved chunk bit for bit."""
+"""Orbax checkpoints of named state: restored onto other meshes, the latest and the best step
+kept, another run's checkpoints refused."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
-from flax import struct
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxlab.core import checkpoint, mesh, train
-
-
-def _step(state, t):
-  """A noisy random walk per row with a bool and an int leaf, so every dtype round-trips."""
-  def one(s):
-    key = jax.random.fold_in(jax.random.wrap_key_data(s["key"]), t)
-    x = s["x"] * 0.9 + jax.random.normal(key, s["x"].shape)
-    return {"key": s["key"], "x": x, "up": x.sum() > 0, "n": s["n"] + (x.sum() > 0)}, {"x": x.sum(), "t": t}
-  return jax.vmap(one)(state)
+from jaxlab.core import checkpoint, mesh as mesh_lib
 
 
-def _state(rows=5):
-  keys = jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(jax.random.key(0), i)))(jnp.arange(rows))
-  return {"key": np.asarray(keys), "x": np.zeros((rows, 3), np.float32), "up": np.zeros(rows, bool),
-          "n": np.zeros(rows, np.int32)}
+class Tiny(nnx.Module):
+  def __init__(self, rngs):
+    init = nnx.with_partitioning(nnx.initializers.normal(1.0), ("embed", "mlp"))
+    self.up = nnx.Linear(16, 32, kernel_init=init, use_bias=False, rngs=rngs)
+    self.scale = nnx.Param(jnp.ones((32,)))
 
 
-@pytest.fixture(scope="module")
-def devices():
-  return mesh.make_mesh()
+def _sharded_state(mesh):
+  """Params and AdamW state of Tiny created sharded by the rules on `mesh`."""
+  params = nnx.state(mesh_lib.create_sharded(lambda: Tiny(nnx.Rngs(0)), mesh), nnx.Param)
+  tx = optax.adamw(1e-2)
+  opt = jax.jit(tx.init)(params)
+  grads = jax.tree.map(jnp.ones_like, params)
+  updates, opt = tx.update(grads, opt, params)
+  return {"params": optax.apply_updates(params, updates), "opt": opt}
 
 
-def test_scan_chunked_matches_a_plain_scan(tmp_path, devices):
-  state, out = checkpoint.scan_chunked(_step, _state(), 7, 3, tmp_path, key="a", mesh=devices, block=2)
-  ref_state, ref_out = jax.lax.scan(_step, jax.tree.map(jnp.asarray, _state()), jnp.arange(7))
-  assert out["x"].shape == (5, 7)
-  np.testing.assert_array_equal(out["t"], np.tile(np.arange(7), (5, 1)))
-  np.testing.assert_allclose(out["x"], np.asarray(ref_out["x"]).T, rtol=1e-5, atol=1e-5)
-  np.testing.assert_array_equal(state["n"], np.asarray(ref_state["n"]))
-  assert state["up"].dtype == bool
+def test_named_state_restores_onto_other_meshes(tmp_path):
+  saved = _sharded_state(mesh_lib.training_mesh({"data": 1, "fsdp": 8, "tensor": 1}))
+  kernel = saved["params"]["up"]["kernel"]
+  assert kernel.sharding.spec[0] == "fsdp" and not kernel.sharding.is_fully_replicated
+  with checkpoint.Checkpoints(tmp_path / "ckpt", "abc") as ckpt:
+    ckpt.save(5, saved, metrics={"loss": 1.5}, history=[1, 2])
+  for spec in ({"data": 2, "fsdp": 4, "tensor": 1}, {"data": 1, "fsdp": 2, "tensor": 4}):
+    mesh = mesh_lib.training_mesh(spec)
+    shapes = jax.eval_shape(lambda: saved)
+    target = checkpoint.abstract_like(shapes, mesh_lib.logical_sharding(shapes, mesh))
+    with checkpoint.Checkpoints(tmp_path / "ckpt", "abc") as ckpt:
+      state, meta = ckpt.restore(target)
+    assert meta["step"] == 5 and meta["history"] == [1, 2] and meta["metrics"] == {"loss": 1.5}
+    assert state["params"]["up"]["kernel"].sharding == target["params"]["up"]["kernel"].sharding
+    for a, b in zip(jax.tree.leaves(saved), jax.tree.leaves(state)):
+      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  one = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+  target = checkpoint.abstract_like(jax.eval_shape(lambda: saved), NamedSharding(one, P()))
+  with checkpoint.Checkpoints(tmp_path / "ckpt", "abc") as ckpt:
+    state, _ = ckpt.restore(target)
+  assert state["params"]["up"]["kernel"].sharding.mesh.size == 1
+  for a, b in zip(jax.tree.leaves(saved), jax.tree.leaves(state)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_a_restart_from_a_saved_chunk_is_bitwise_identical(tmp_path, devices):
-  whole = checkpoint.scan_chunked(_step, _state(), 7, 3, tmp_path / "whole", key="a", mesh=devices, block=2)
-  first = checkpoint.scan_chunked(_step, _state(), 7, 3, tmp_path / "cut", key="a", mesh=devices, block=2,
-                                  stop_after=1)
-  assert first is None                                         # interrupted after one chunk
-  resumed = checkpoint.scan_chunked(_step, _state(), 7, 3, tmp_path / "cut", key="a", mesh=devices, block=2)
-  for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(resumed)):
-    np.testing.assert_array_equal(a, b)
-  lines = (tmp_path / "cut" / "progress.jsonl").read_text().splitlines()
-  assert len(lines) == 3                                       # chunks 1, then 2 and 3 on resume
-  with pytest.raises(train.CheckpointMismatch, match="another run"):
-    checkpoint.scan_chunked(_step, _state(), 7, 3, tmp_path / "cut", key="b", mesh=devices, block=2)
+@pytest.mark.parametrize("mode, best", [("max", 2), ("min", 1)])
+def test_keeps_the_latest_and_the_best(tmp_path, mode, best):
+  state = {"w": np.arange(4.0)}
+  with checkpoint.Checkpoints(tmp_path, "fp", best="f1", mode=mode) as ckpt:
+    for step, f1 in enumerate([0.1, 0.5, 0.3, 0.2], start=1):
+      ckpt.save(step, {"w": state["w"] * step}, metrics={"f1": f1})
+  with checkpoint.Checkpoints(tmp_path, "fp", best="f1", mode=mode) as ckpt:
+    assert ckpt.latest_step() == 4 and ckpt.best_step() == best
+    assert set(ckpt.mgr.all_steps()) == {best, 4}
+    restored, meta = ckpt.restore({"w": np.zeros(4)}, step=ckpt.best_step())
+  np.testing.assert_array_equal(restored["w"], state["w"] * best)
+  assert meta["metrics"]["f1"] == [0.1, 0.5, 0.3, 0.2][best - 1]
 
 
-@struct.dataclass
-class Walk:
-  key: jax.Array
-  x: jax.Array
-
-
-def _walk_step(state, t):
-  def one(s):
-    key = jax.random.fold_in(jax.random.wrap_key_data(s.key), t)
-    return Walk(key=s.key, x=s.x + jax.random.normal(key, s.x.shape)), {"x": s.x.sum()}
-  return jax.vmap(one)(state)
-
-
-def test_state_is_saved_by_name_with_json_metadata(tmp_path, devices):
-  """A dataclass state resumes into its own type; the folder holds the fingerprint as JSON."""
-  s = _state()
-  walk = Walk(key=s["key"], x=s["x"])
-  whole = checkpoint.scan_chunked(_walk_step, walk, 5, 2, tmp_path / "whole", key="w", mesh=devices, block=2)
-  assert checkpoint.scan_chunked(_walk_step, walk, 5, 2, tmp_path / "cut", key="w", mesh=devices, block=2,
-                                 stop_after=2) is None
-  meta = train.Checkpoints(tmp_path / "cut" / "checkpoints", "w").meta()
-  assert (meta["fingerprint"], meta["chunk"], meta["steps"]) == ("w", 2, 4)
-  state, out = checkpoint.scan_chunked(_walk_step, walk, 5, 2, tmp_path / "cut", key="w", mesh=devices, block=2)
-  assert isinstance(state, Walk)
-  np.testing.assert_array_equal(state.x, whole[0].x)
-  np.testing.assert_array_equal(out["x"], whole[1]["x"])
+def test_another_runs_checkpoints_are_refused(tmp_path):
+  with checkpoint.Checkpoints(tmp_path, "run-a") as ckpt:
+    ckpt.save(1, {"w": np.zeros(2)})
+  with checkpoint.Checkpoints(tmp_path, "run-b") as ckpt, pytest.raises(checkpoint.CheckpointMismatch, match="another run"):
+    ckpt.restore({"w": np.zeros(2)})

@@ -21,7 +21,7 @@ import pytest
 
 from jaxlab import physics
 from jaxlab.core import mesh as mesh_lib
-from jaxlab.core import receipts, results, train
+from jaxlab.core import checkpoint, receipts, results
 from jaxlab.core.config import ConfigError, load
 from jaxlab.developmental import batch as batch_lib
 from jaxlab.developmental import curiosity, curriculum, evaluation, experiment, fused, learner, play, world_model
@@ -197,7 +197,7 @@ def test_fused_program_is_the_same_on_1_and_8_devices_and_resumes_bitwise(config
   # the second chunk from the first one's state after a checkpoint round trip = straight through
   prog = _fused(config, pieces, recorded)
   second = prog.play(_rows(config, pieces, recorded, whole["state"], config.play.episodes_per_chunk))
-  with train.Checkpoints(tmp_path / "checkpoints", "fused") as ckpt:
+  with checkpoint.Checkpoints(tmp_path / "checkpoints", "fused") as ckpt:
     ckpt.save(0, whole["state"], done=config.play.episodes_per_chunk)
     restored, meta = ckpt.restore(whole["state"])
   again = prog.play(_rows(config, pieces, recorded, restored, meta["done"]))

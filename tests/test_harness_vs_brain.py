@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab.core import config as config_lib, mesh, receipts, report
+from jaxlab.core import config as config_lib, mesh, receipts, report, train
 from jaxlab.evolution import controller, world
 from jaxlab.evolution.harness_vs_brain import experiment, sweep
 from launch import main as launch
@@ -162,7 +162,8 @@ def test_determinism_and_sharded_equals_unsharded(config, sweep_8, tmp_path):
 
 
 def test_resume_from_a_generation_chunk_is_bitwise_identical(config, sweep_8, tmp_path):
-  assert experiment.simulate(config, tmp_path, stop_after=1) is None
+  with pytest.raises(train.Stopped):
+    experiment.simulate(config, tmp_path, stop_after=1)
   _, h = experiment.simulate(config, tmp_path)
   for m in sweep.METRICS:
     np.testing.assert_array_equal(h[m], sweep_8[1][m])

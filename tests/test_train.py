@@ -1,5 +1,7 @@
-"""The shared training pieces: named Orbax state restored onto other meshes, best-by-metric,
-fingerprint checks, JSONL + TensorBoard metrics, the NaN stop and the preemption flag."""
+"""The one training loop (`train.fit`): resume mid-run equals an uninterrupted run, the best
+checkpoint follows the rule, SIGTERM and the per-call limit save and stop on the one stop path,
+a diverged step saves nothing; and its pieces: JSONL + TensorBoard metrics, the NaN stop, the
+preemption flag."""
 
 import json
 import os
@@ -11,73 +13,126 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from flax import nnx
-from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxlab.core import mesh as mesh_lib, train
+from jaxlab.core import checkpoint, train
 
-
-class Tiny(nnx.Module):
-  def __init__(self, rngs):
-    init = nnx.with_partitioning(nnx.initializers.normal(1.0), ("embed", "mlp"))
-    self.up = nnx.Linear(16, 32, kernel_init=init, use_bias=False, rngs=rngs)
-    self.scale = nnx.Param(jnp.ones((32,)))
+TX = optax.adam(0.05)
+TRUE_W = np.array([1.0, -2.0, 0.5], np.float32)
 
 
-def _sharded_state(mesh):
-  """Params and AdamW state of Tiny created sharded by the rules on `mesh`."""
-  params = nnx.state(mesh_lib.create_sharded(lambda: Tiny(nnx.Rngs(0)), mesh), nnx.Param)
-  tx = optax.adamw(1e-2)
-  opt = jax.jit(tx.init)(params)
-  grads = jax.tree.map(jnp.ones_like, params)
-  updates, opt = tx.update(grads, opt, params)
-  return {"params": optax.apply_updates(params, updates), "opt": opt}
+@jax.jit
+def _update(state, x, y):
+  loss, grads = jax.value_and_grad(lambda w: jnp.mean((x @ w - y) ** 2))(state["w"])
+  updates, opt = TX.update(grads, state["opt"], state["w"])
+  return {"w": optax.apply_updates(state["w"], updates), "opt": opt}, loss, optax.tree.norm(grads)
 
 
-def test_named_state_restores_onto_other_meshes(tmp_path):
-  saved = _sharded_state(mesh_lib.training_mesh({"data": 1, "fsdp": 8, "tensor": 1}))
-  kernel = saved["params"]["up"]["kernel"]
-  assert kernel.sharding.spec[0] == "fsdp" and not kernel.sharding.is_fully_replicated
-  with train.Checkpoints(tmp_path / "ckpt", "abc") as ckpt:
-    ckpt.save(5, saved, metrics={"loss": 1.5}, history=[1, 2])
-  for spec in ({"data": 2, "fsdp": 4, "tensor": 1}, {"data": 1, "fsdp": 2, "tensor": 4}):
-    mesh = mesh_lib.training_mesh(spec)
-    shapes = jax.eval_shape(lambda: saved)
-    target = train.abstract_like(shapes, mesh_lib.logical_sharding(shapes, mesh))
-    with train.Checkpoints(tmp_path / "ckpt", "abc") as ckpt:
-      state, meta = ckpt.restore(target)
-    assert meta["step"] == 5 and meta["history"] == [1, 2] and meta["metrics"] == {"loss": 1.5}
-    assert state["params"]["up"]["kernel"].sharding == target["params"]["up"]["kernel"].sharding
-    for a, b in zip(jax.tree.leaves(saved), jax.tree.leaves(state)):
-      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-  one = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
-  target = train.abstract_like(jax.eval_shape(lambda: saved), NamedSharding(one, P()))
-  with train.Checkpoints(tmp_path / "ckpt", "abc") as ckpt:
-    state, _ = ckpt.restore(target)
-  assert state["params"]["up"]["kernel"].sharding.mesh.size == 1
-  for a, b in zip(jax.tree.leaves(saved), jax.tree.leaves(state)):
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+def _batch(s):
+  """Step s's batch: a function of s alone, so a resumed run repeats it."""
+  x = np.random.default_rng([0, s]).normal(size=(8, 3)).astype(np.float32)
+  return x, x @ TRUE_W
 
 
-@pytest.mark.parametrize("mode, best", [("max", 2), ("min", 1)])
-def test_keeps_the_latest_and_the_best(tmp_path, mode, best):
-  state = {"w": np.arange(4.0)}
-  with train.Checkpoints(tmp_path, "fp", best="f1", mode=mode) as ckpt:
-    for step, f1 in enumerate([0.1, 0.5, 0.3, 0.2], start=1):
-      ckpt.save(step, {"w": state["w"] * step}, metrics={"f1": f1})
-  with train.Checkpoints(tmp_path, "fp", best="f1", mode=mode) as ckpt:
-    assert ckpt.latest_step() == 4 and ckpt.best_step() == best
-    assert set(ckpt.mgr.all_steps()) == {best, 4}
-    restored, meta = ckpt.restore({"w": np.zeros(4)}, step=ckpt.best_step())
-  np.testing.assert_array_equal(restored["w"], state["w"] * best)
-  assert meta["metrics"]["f1"] == [0.1, 0.5, 0.3, 0.2][best - 1]
+def _loop(total=12, eval_every=4, on_step=None, score=None, **kw):
+  seen = {}
+
+  def step(state, s):
+    if on_step:
+      on_step(s)
+    state, loss, gnorm = _update(state, *_batch(s))
+    return state, {"loss": loss, "grad_norm": gnorm}
+
+  def evaluate(state, done, window):
+    seen[done] = np.asarray(state["w"])
+    return {"step": done, "train_loss": float(np.mean([w["loss"] for w in window])) if window else None,
+            "error": float(np.sum((np.asarray(state["w"]) - TRUE_W) ** 2))}
+
+  loop = train.Loop(step, total, evaluate, eval_every=eval_every,
+                    best=score or (lambda record: -record["error"]), **kw)
+  return loop, seen
 
 
-def test_another_runs_checkpoints_are_refused(tmp_path):
-  with train.Checkpoints(tmp_path, "run-a") as ckpt:
-    ckpt.save(1, {"w": np.zeros(2)})
-  with train.Checkpoints(tmp_path, "run-b") as ckpt, pytest.raises(train.CheckpointMismatch, match="another run"):
-    ckpt.restore({"w": np.zeros(2)})
+def _fresh():
+  w = jnp.zeros(3)
+  return {"w": w, "opt": TX.init(w)}
+
+
+def _same(a, b):
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+  loop, _ = _loop()
+  return train.fit(loop, _fresh(), tmp_path_factory.mktemp("whole"), "fp")
+
+
+def test_the_loop_learns_and_evaluates_on_its_cadence(uninterrupted):
+  assert [r["step"] for r in uninterrupted.history] == [4, 8, 12]
+  assert uninterrupted.history[-1]["error"] < uninterrupted.history[0]["error"]
+  assert uninterrupted.start == 0 and uninterrupted.step == 12 and len(uninterrupted.scalars) == 12
+
+
+@pytest.mark.parametrize("stop_after", [6, 8])   # between evaluations, and at one
+def test_resume_mid_run_equals_an_uninterrupted_run(uninterrupted, tmp_path, stop_after):
+  loop, _ = _loop(stop_after=stop_after)
+  with pytest.raises(train.Stopped, match=f"stopped at step {stop_after} of 12 .its per-call step limit") as stop:
+    train.fit(loop, _fresh(), tmp_path, "fp")
+  assert stop.value.result.step == stop_after
+  loop, _ = _loop()
+  rest = train.fit(loop, _fresh(), tmp_path, "fp")
+  assert rest.start == stop_after
+  _same(rest.state, uninterrupted.state)
+  _same(rest.best, uninterrupted.best)
+  # The steps' scalars since the last evaluation were saved with the stop: the train loss of the
+  # next evaluation averages the same steps as without the stop.
+  assert rest.history == uninterrupted.history
+
+
+def test_the_best_checkpoint_follows_the_rule(tmp_path):
+  loop, seen = _loop(score=lambda record: -abs(record["step"] - 8))
+  result = train.fit(loop, _fresh(), tmp_path, "fp")
+  np.testing.assert_array_equal(np.asarray(result.best["w"]), seen[8])
+  assert not np.array_equal(np.asarray(result.state["w"]), seen[8])
+  with checkpoint.Checkpoints(tmp_path / "checkpoints", "fp", best=train.BEST) as ckpt:
+    assert ckpt.best_step() == 8 and ckpt.latest_step() == 12
+
+
+def test_sigterm_saves_and_the_same_call_resumes(uninterrupted, tmp_path):
+  kill = lambda s: os.kill(os.getpid(), signal.SIGTERM) if s == 5 else None
+  loop, _ = _loop(on_step=kill, eval_every=0)
+  with pytest.raises(train.Stopped, match=r"stopped at step 6 of 12 \(SIGTERM\)"):
+    train.fit(loop, _fresh(), tmp_path, "fp")
+  with checkpoint.Checkpoints(tmp_path / "checkpoints", "fp", best=train.BEST) as ckpt:
+    assert ckpt.latest_step() == 6
+  loop, _ = _loop(eval_every=0)
+  _same(train.fit(loop, _fresh(), tmp_path, "fp").state, uninterrupted.state)
+
+
+def test_another_runs_checkpoints_are_refused_and_a_diverged_step_saves_nothing(tmp_path):
+  loop, _ = _loop(stop_after=6)
+  with pytest.raises(train.Stopped):
+    train.fit(loop, _fresh(), tmp_path / "a", "fp")
+  with pytest.raises(checkpoint.CheckpointMismatch, match="another run"):
+    train.fit(_loop()[0], _fresh(), tmp_path / "a", "other")
+  nan = {"w": jnp.full(3, jnp.nan), "opt": TX.init(jnp.zeros(3))}
+  with pytest.raises(FloatingPointError, match="training diverged at step 1: loss=nan"):
+    train.fit(_loop()[0], nan, tmp_path / "b", "fp")
+  assert not any((tmp_path / "b" / "checkpoints").iterdir())
+
+
+def test_a_fresh_state_is_built_only_when_there_is_nothing_to_resume(uninterrupted, tmp_path):
+  built = []
+
+  def fresh():
+    built.append(1)
+    return _fresh()
+  target = checkpoint.abstract_like(_fresh())
+  with pytest.raises(train.Stopped):
+    train.fit(_loop(stop_after=6)[0], fresh, tmp_path, "fp", target=target)
+  _same(train.fit(_loop()[0], fresh, tmp_path, "fp", target=target).state, uninterrupted.state)
+  assert built == [1]
 
 
 def _events(folder):

@@ -1,35 +1,33 @@
-"""Chunked sweeps that save with Orbax after every chunk and resume by themselves.
+"""Orbax checkpoints of named state: the one place the codebase saves and restores arrays.
 
-`run_chunked` cuts the runs table into chunks of a fixed size (the last one padded, so a whole
-sweep compiles once), maps each chunk over the mesh, and after each chunk saves the results so
-far to `workdir/checkpoints`; `scan_chunked` does the same for a state carried over steps. Both
-save through `train.Checkpoints`, the one Orbax mechanism of the codebase: results and state as
-pytrees saved under their own names, the sweep's fingerprint and progress as JSON metadata.
-Started again on the same workdir a loop restores the latest step and goes on from the next
-chunk. Each run's randomness comes from its own key, so a resumed sweep returns exactly what an
-uninterrupted one returns.
+`Checkpoints(directory, fingerprint, best=...)` is one Orbax `CheckpointManager` whose steps hold
+two items: `state`, any pytree of arrays saved under its own names (an `nnx.State` of parameters,
+an optax state, a dict of both, a sweep's results so far), and `meta`, JSON (the fingerprint of
+what fixes the run, the step, the metrics, anything a loop needs to resume, such as a history).
+It keeps the latest step for resuming and, when `best` names a metric, the best step by that
+metric too (Orbax's `best_fn` and a preservation policy; no second manager). `restore(target)`
+reads into `target`'s structure, dtypes and shardings: pass the abstract state of a freshly built
+model (`jax.ShapeDtypeStruct`s carrying `NamedSharding`s, e.g. from `abstract_like`), and every
+device reads only its own slice, with no host round trip, onto whatever mesh the target names
+(saved on 8 devices as fsdp=8, restored as data=2 x fsdp=4 or on one device).
 
-Restore order: the metadata first (its fingerprint must match: a workdir holds one sweep, and a
-different config raises `train.CheckpointMismatch`, never a silent mix), which says where the
-loop stands, then the results (and the carried state, read into the caller's structure).
+Restore order, everywhere: the metadata first (its fingerprint must match: a workdir holds one
+run, never a silent mix; `fingerprint` hashes what fixes a run), then the state into the abstract
+target, then the caller's position from the metadata.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import time
+import math
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
-from tqdm.auto import tqdm
-
-from jaxlab.core import mesh as mesh_lib
+from orbax.checkpoint import checkpoint_managers
 
 
 def fingerprint(*parts) -> str:
@@ -45,161 +43,104 @@ def fingerprint(*parts) -> str:
   return h.hexdigest()[:16]
 
 
-def manager(directory: Path, max_to_keep: int = 1) -> ocp.CheckpointManager:
-  options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)
-  return ocp.CheckpointManager(Path(directory).absolute(), options=options)
+class CheckpointMismatch(RuntimeError):
+  """The workdir holds checkpoints of another run (a different fingerprint)."""
 
 
-class Chunks:
-  """What both chunked loops share: one `train.Checkpoints` per loop (each chunk's results as a
-  named pytree, the sweep's fingerprint and the chunk count as JSON metadata), the progress bar
-  and progress.jsonl (process 0 only)."""
+def jsonable(x):
+  """JSON-able values: NumPy and JAX scalars as numbers, non-finite floats as strings."""
+  if isinstance(x, dict):
+    return {str(k): jsonable(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [jsonable(v) for v in x]
+  if isinstance(x, (np.generic, jax.Array)) and np.ndim(x) == 0:
+    x = np.asarray(x).item()
+  if isinstance(x, float) and not math.isfinite(x):
+    return str(x)
+  return x
 
-  def __init__(self, workdir: Path, folder: str, key: str, total: int, desc: str):
-    from jaxlab.core import train  # here, not at the top: train imports `fingerprint` from this module
 
-    self.workdir, self.key, self.total, self.desc = Path(workdir), key, total, desc
-    self.ckpt = train.Checkpoints(self.workdir / folder, key)
-    self.meta = None
+def abstract_like(tree, shardings=None):
+  """`jax.ShapeDtypeStruct`s of a pytree of arrays, the target `Checkpoints.restore` reads into.
 
-  def restore(self, target=None):
-    """The latest chunk's pytree, or None before the first save; its metadata goes to `self.meta`.
+  `shardings`: None keeps each array's own sharding; one `Sharding` applies to all; or a pytree
+  with the tree's structure down to its leaves or to its NNX variables (what
+  `mesh.logical_sharding` returns).
+  """
+  def leaf(x, sharding):
+    return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=sharding)
 
-    The fingerprint is checked first (`train.CheckpointMismatch` when another sweep made the
-    folder). With `target` (a pytree of NumPy arrays) the save is read into its structure and
-    dtypes; without, as the dicts of NumPy arrays it was saved as.
-    """
-    self.meta = self.ckpt.meta()
-    if self.meta is None:
+  if shardings is None:
+    return jax.tree.map(lambda x: leaf(x, getattr(x, "sharding", None)), tree)
+  if isinstance(shardings, jax.sharding.Sharding):
+    return jax.tree.map(lambda x: leaf(x, shardings), tree)
+  return jax.tree.map(lambda s, sub: jax.tree.map(lambda x: leaf(x, s), sub), shardings, tree,
+                      is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
+
+
+class Checkpoints:
+  """Named training state + JSON metadata in one Orbax manager: the latest step, and the best.
+
+  `best`: a metric name in the `metrics` given to `save`; `mode` "max" or "min". `keep`: how many
+  latest steps to keep besides the best.
+  """
+
+  def __init__(self, directory, fingerprint: str, *, best: str | None = None, mode: str = "max", keep: int = 1):
+    if mode not in ("max", "min"):
+      raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
+    self.directory, self.fingerprint, self.best = Path(directory).absolute(), fingerprint, best
+    policies = [checkpoint_managers.LatestN(keep)]
+    best_fn = None
+    if best is not None:
+      best_fn = lambda metrics: float(metrics[best])
+      policies.append(checkpoint_managers.BestN(get_metric_fn=best_fn, reverse=mode == "min", n=1))
+    options = ocp.CheckpointManagerOptions(
+        create=True, best_fn=best_fn, best_mode=mode,
+        preservation_policy=checkpoint_managers.AnyPreservationPolicy(policies))
+    self.mgr = ocp.CheckpointManager(self.directory, options=options, item_names=("state", "meta"))
+
+  def latest_step(self) -> int | None:
+    return self.mgr.latest_step()
+
+  def best_step(self) -> int | None:
+    """The step with the best metric (ties: the later step); None before any save."""
+    return self.mgr.best_step() if self.best is not None else self.mgr.latest_step()
+
+  def meta(self, step: int | None = None) -> dict | None:
+    """The JSON metadata of `step` (default: the latest), checked against this run's fingerprint."""
+    step = self.latest_step() if step is None else step
+    if step is None:
       return None
-    tree, _ = self.ckpt.restore(target)
-    return tree
+    meta = self.mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
+    if meta.get("fingerprint") != self.fingerprint:
+      raise CheckpointMismatch(
+          f"{self.directory} holds checkpoints of another run (fingerprint {meta.get('fingerprint')} != "
+          f"{self.fingerprint}): use a new --workdir, or delete that folder to start over")
+    return meta
 
-  def __call__(self, initial: int):
-    lead = jax.process_index() == 0
-    self.log = (self.workdir / "progress.jsonl").open("a") if lead else None
-    self.bar = tqdm(total=self.total, initial=initial, desc=self.desc, unit="chunk", disable=not lead)
-    return self
+  def restore(self, target, step: int | None = None) -> tuple[Any, dict]:
+    """(state, metadata) of `step` (default: the latest), read into `target`'s structure and
+    shardings (see `abstract_like`); the fingerprint is checked first."""
+    step = self.latest_step() if step is None else step
+    if step is None:
+      raise FileNotFoundError(f"{self.directory}: no checkpoint to restore")
+    meta = self.meta(step)
+    state = self.mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target)))["state"]
+    return state, meta
+
+  def save(self, step: int, state, *, metrics: dict | None = None, **meta) -> None:
+    """Saves `state` and {"fingerprint", "step", "metrics", **meta} as step `step`, and waits."""
+    record = jsonable({"fingerprint": self.fingerprint, "step": int(step), "metrics": metrics or {}, **meta})
+    self.mgr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                     meta=ocp.args.JsonSave(record)),
+                  metrics=None if metrics is None else jsonable(metrics), force=True)
+    self.mgr.wait_until_finished()
+
+  def close(self) -> None:
+    self.mgr.close()
 
   def __enter__(self):
     return self
 
-  def save(self, c: int, t0: float, tree, **record) -> None:
-    """Saves chunk `c` (0-based): `tree` as named state, `record` (JSON) beside the fingerprint."""
-    self.ckpt.save(c, tree, chunk=c + 1, of=self.total, **record)
-    self.bar.update(1)
-    if self.log:
-      self.log.write(json.dumps({"chunk": c + 1, "of": self.total, **record,
-                                 "seconds": round(time.perf_counter() - t0, 3)}) + "\n")
-      self.log.flush()
-
   def __exit__(self, *exc):
-    self.bar.close()
-    if self.log:
-      self.log.close()
-    self.ckpt.close()
-
-
-def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc: str = "runs",
-                mesh=None, block: int = 32):
-  """Maps batched `fn` over the rows of `runs` chunk by chunk, checkpointed; returns NumPy outputs.
-
-  `key` identifies the sweep (use `fingerprint(config, runs)`): a checkpoint in `workdir` made by
-  another sweep raises `train.CheckpointMismatch` instead of being mixed in. Chunks are rounded up to whole blocks per device
-  (see `mesh.map_runs`).
-  """
-  mesh = mesh or mesh_lib.make_mesh()
-  workdir = Path(workdir)
-  n = len(jax.tree.leaves(runs)[0])
-  chunk = mesh_lib.padded_size(min(chunk_size, n), mesh, block)
-  n_chunks = -(-n // chunk)
-  chunks = Chunks(workdir, "checkpoints", key, n_chunks, desc)
-  saved = chunks.restore()
-  start = 0 if saved is None else chunks.meta["chunk"]
-  parts = [] if saved is None else [saved]
-  with chunks(start):
-    for c in range(start, n_chunks):
-      t0 = time.perf_counter()
-      rows = jax.tree.map(lambda x: np.asarray(x)[c * chunk:(c + 1) * chunk], runs)
-      real = len(jax.tree.leaves(rows)[0])
-      out = mesh_lib.map_runs(fn, mesh_lib.pad_rows(rows, chunk), mesh, block)
-      parts = [jax.tree.map(lambda *xs: np.concatenate(xs), *parts, jax.tree.map(lambda x: x[:real], out))]
-      chunks.save(c, t0, parts[0], rows=int(min(n, (c + 1) * chunk)))
-  return parts[0]
-
-
-def sweep(config, fn: Callable, table: dict, inputs: dict, workdir):
-  """`run_chunked` as experiments call it: keyed by the config and its runs table, chunked by
-  `config.chunk_size`, blocks of `config.block` rows (32 when the config has none)."""
-  return run_chunked(fn, inputs, workdir, config.chunk_size, key=fingerprint(config.to_dict(), table),
-                     desc=f"{config.experiment}:{config.variant}", block=config.get("block", 32))
-
-
-@functools.lru_cache(maxsize=None)
-def _scan_program(step_fn: Callable, chunk: int, n_steps: int):
-  """A batched function of {"state", "t0"} rows that scans `chunk` steps from t0: long-lived, so
-  `mesh.map_runs` compiles it once per (step_fn, chunk, n_steps)."""
-  def program(rows):
-    def body(state, t):
-      new, out = step_fn(state, t)
-      # Steps past n_steps (the last chunk's tail) leave the state alone, so every chunk has
-      # one shape and the sweep compiles once; their outputs are cut off on the host.
-      new = jax.tree.map(lambda a, b: jnp.where(t < n_steps, a, b), new, state)
-      return new, out
-    steps = rows["t0"][0] + jnp.arange(chunk, dtype=jnp.int32)  # every row of a call shares t0
-    state, out = jax.lax.scan(body, rows["state"], steps)
-    return {"state": state, "out": jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)}
-  return program
-
-
-def scan_chunked(step_fn: Callable, state, n_steps: int, chunk: int, workdir, *, key: str,
-                 desc: str = "steps", mesh=None, block: int = 32, stop_after: int | None = None,
-                 checkpoints: str = "checkpoints"):
-  """Runs `state, out = step_fn(state, t)` for t = 0 .. n_steps - 1 on every row, checkpointed.
-
-  `state` is a pytree of arrays whose leading axis is the runs axis (PRNG keys as raw key data);
-  `step_fn` maps a batch of rows and a scalar step index to the new batch state and a dict of
-  per-row outputs. Steps run `chunk` at a time as one jitted `lax.scan`, sharded over the mesh
-  by `mesh.map_runs`; after each chunk the carried state and the outputs so far are saved with
-  Orbax, and a call on the same workdir restores them and goes on from the next chunk, so the
-  result is bitwise what an uninterrupted call returns. `stop_after` ends this call after that
-  many chunks and returns None (a job's time limit; the tests' interruption).
-
-  Returns (final state, outputs with shape (rows, n_steps, ...)) as NumPy. `key` identifies the
-  sweep as in `run_chunked`. Restore order: fingerprint and steps done (metadata), then the state,
-  read by name into `state`'s structure and dtypes, and the outputs. `checkpoints` is the Orbax folder
-  under `workdir` (several scans of one experiment, e.g. row kinds with different states, each
-  get their own).
-  """
-  mesh = mesh or mesh_lib.make_mesh()
-  workdir = Path(workdir)
-  chunk = max(1, min(chunk, n_steps))
-  n_chunks = -(-n_steps // chunk)
-  n_rows = len(jax.tree.leaves(state)[0])
-  state = jax.tree.map(np.asarray, state)
-  outputs, done = None, 0
-  chunks = Chunks(workdir, checkpoints, key, n_chunks, desc)
-  saved = chunks.restore()
-  if saved is not None:
-    # The saved state is read back into the caller's structure, by name; outputs come as saved.
-    done = chunks.meta["steps"]
-    state = chunks.restore({"state": state, "outputs": saved["outputs"]})["state"]
-    outputs = saved["outputs"]
-  program = _scan_program(step_fn, chunk, n_steps)
-  ran = 0
-  with chunks(done // chunk):
-    for c in range(done // chunk, n_chunks):
-      if stop_after is not None and ran >= stop_after:
-        break
-      t0 = time.perf_counter()
-      rows = {"state": state, "t0": np.full(n_rows, c * chunk, np.int32)}
-      result = mesh_lib.map_runs(program, rows, mesh, block)
-      state = result["state"]
-      done = min(n_steps, (c + 1) * chunk)
-      new = jax.tree.map(lambda x: x[:, :done - c * chunk], result["out"])
-      outputs = new if outputs is None else jax.tree.map(lambda a, b: np.concatenate([a, b], 1), outputs, new)
-      chunks.save(c, t0, {"state": state, "outputs": outputs}, steps=done)
-      ran += 1
-  if done < n_steps:
-    return None
-  return state, outputs
+    self.close()

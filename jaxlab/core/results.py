@@ -15,7 +15,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxlab.core import checkpoint
+from jaxlab.core import sweep
 from jaxlab.core import config as config_lib
 from jaxlab.core import report as report_lib
 
@@ -81,9 +81,9 @@ def save(workdir, table: dict, results: dict) -> None:
 
 def sweep_and_report(config, workdir, table: dict, inputs: dict, batch_fn, report, extra: dict | None = None):
   """A grid experiment's run: every row of `table` through `batch_fn` as one sharded, chunked,
-  resumable sweep (`checkpoint.sweep`), saved with `extra` results to runs.npz, then
+  resumable sweep (`sweep.sweep`), saved with `extra` results to runs.npz, then
   `report(workdir)` on process 0 (None on the others)."""
-  out = checkpoint.sweep(config, batch_fn, table, inputs, workdir)
+  out = sweep.sweep(config, batch_fn, table, inputs, workdir)
   save(workdir, table, {**out, **(extra or {})})
   return report(workdir) if jax.process_index() == 0 else None
 

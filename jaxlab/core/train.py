@@ -1,23 +1,23 @@
-"""What every training loop shares: named Orbax checkpoints, metrics, the NaN stop, preemption.
+"""The one training loop of every host-driven gradient run, and what it is made of.
 
-Used by base-model pretraining, the pager and the developmental learner; each keeps its own step
-function and data, and calls these pieces in the big_vision order (mesh, model, shard, update
-step, checkpoint, evals, loop).
+`fit(loop, state, workdir, fingerprint)` runs a `Loop`: the experiment supplies its state (a
+pytree of arrays: parameters and optimizer state), a jitted step that owns its batch (`step(state,
+s)`: the batch of step s is a function of the seed and s, so a resumed run repeats it), an
+evaluation (`evaluate(state, done, window)` -> a JSON record, given every step's scalars since the
+last evaluation) with its cadence, and a `best` rule (a record's score, higher is better). The
+loop owns the rest, in the big_vision order: resume from the workdir's named Orbax state (the
+metadata and its fingerprint first, then the state into the abstract target, then the position,
+the history and the open window of step scalars), the progress bar, the metrics (JSON lines and
+TensorBoard, `Metrics`), the evaluation cadence, latest and best checkpoints, the NaN stop
+(`check_finite`), preemption (`Preemption`: SIGTERM is saved and ends the call) and a step limit
+per call (`stop_after`). A call that ends before the last step saves where it stands and raises
+`Stopped`: the one stop path, which `jaxlab run` reports in one line; the same command resumes,
+and a resumed run ends bitwise where an uninterrupted one does.
 
-**Checkpoints.** `Checkpoints(directory, fingerprint, best=...)` is one Orbax `CheckpointManager`
-whose steps hold two items: `state`, any pytree of arrays saved under its own names (an
-`nnx.State` of parameters, an optax state, a dict of both), and `meta`, JSON (the fingerprint of
-what fixes the run, the step, the metrics, anything the loop needs to resume, such as a history).
-It keeps the latest step for resuming and, when `best` names a metric, the best step by that
-metric too (Orbax's `best_fn` and a preservation policy; no second manager). `restore(target)`
-reads into `target`'s structure, dtypes and shardings: pass the abstract state of a freshly built
-model (`jax.ShapeDtypeStruct`s carrying `NamedSharding`s, e.g. from `abstract_like`), and every
-device reads only its own slice, with no host round trip, onto whatever mesh the target names
-(saved on 8 devices as fsdp=8, restored as data=2 x fsdp=4 or on one device).
-
-Restore order, in every loop: the metadata first (its fingerprint must match: a workdir holds one
-run, never a silent mix), then the state into the abstract target, then the loop's position from
-the metadata.
+Used by base-model pretraining (`jaxlab.lm_pretrain.train`), encoder pretraining
+(`jaxlab.paging.pretrain`) and pager fine-tuning (`jaxlab.paging.train`). Fully jitted learners
+whose whole run is one `lax.scan` over chunks (the developmental learner, the evolutionary sweeps)
+use `core.sweep.scan_chunked` instead.
 
 **Metrics.** `Metrics(workdir, name)` writes scalars as JSON lines (`workdir/name.jsonl`) and as
 TensorBoard event files (`workdir/tb/`, tensorboardX: no TensorFlow), from process 0 only, so
@@ -25,127 +25,25 @@ TensorBoard event files (`workdir/tb/`, tensorboardX: no TensorFlow), from proce
 
 **Stops.** `check_finite` raises `FloatingPointError` naming the step and the values when loss or
 gradient norm is not finite (before anything is saved). `Preemption` turns SIGTERM (what SLURM
-and cloud schedulers send before a kill) into a flag the loop polls: it saves and returns, and the
-same command resumes.
+and cloud schedulers send before a kill) into a flag the loop polls.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import signal
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
-import orbax.checkpoint as ocp
-from orbax.checkpoint import checkpoint_managers
+from tqdm.auto import tqdm
 
-from jaxlab.core.checkpoint import fingerprint  # noqa: F401  (re-exported: loops fingerprint their config)
-
-
-class CheckpointMismatch(RuntimeError):
-  """The workdir holds checkpoints of another run (a different fingerprint)."""
-
-
-def _jsonable(x):
-  if isinstance(x, dict):
-    return {str(k): _jsonable(v) for k, v in x.items()}
-  if isinstance(x, (list, tuple)):
-    return [_jsonable(v) for v in x]
-  if isinstance(x, (np.generic, jax.Array)) and np.ndim(x) == 0:
-    x = np.asarray(x).item()
-  if isinstance(x, float) and not math.isfinite(x):
-    return str(x)
-  return x
-
-
-def abstract_like(tree, shardings=None):
-  """`jax.ShapeDtypeStruct`s of a pytree of arrays, the target `Checkpoints.restore` reads into.
-
-  `shardings`: None keeps each array's own sharding; one `Sharding` applies to all; or a pytree
-  with the tree's structure down to its leaves or to its NNX variables (what
-  `mesh.logical_sharding` returns).
-  """
-  def leaf(x, sharding):
-    return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=sharding)
-
-  if shardings is None:
-    return jax.tree.map(lambda x: leaf(x, getattr(x, "sharding", None)), tree)
-  if isinstance(shardings, jax.sharding.Sharding):
-    return jax.tree.map(lambda x: leaf(x, shardings), tree)
-  return jax.tree.map(lambda s, sub: jax.tree.map(lambda x: leaf(x, s), sub), shardings, tree,
-                      is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
-
-
-class Checkpoints:
-  """Named training state + JSON metadata in one Orbax manager: the latest step, and the best.
-
-  `best`: a metric name in the `metrics` given to `save`; `mode` "max" or "min". `keep`: how many
-  latest steps to keep besides the best.
-  """
-
-  def __init__(self, directory, fingerprint: str, *, best: str | None = None, mode: str = "max", keep: int = 1):
-    if mode not in ("max", "min"):
-      raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
-    self.directory, self.fingerprint, self.best = Path(directory).absolute(), fingerprint, best
-    policies = [checkpoint_managers.LatestN(keep)]
-    best_fn = None
-    if best is not None:
-      best_fn = lambda metrics: float(metrics[best])
-      policies.append(checkpoint_managers.BestN(get_metric_fn=best_fn, reverse=mode == "min", n=1))
-    options = ocp.CheckpointManagerOptions(
-        create=True, best_fn=best_fn, best_mode=mode,
-        preservation_policy=checkpoint_managers.AnyPreservationPolicy(policies))
-    self.mgr = ocp.CheckpointManager(self.directory, options=options, item_names=("state", "meta"))
-
-  def latest_step(self) -> int | None:
-    return self.mgr.latest_step()
-
-  def best_step(self) -> int | None:
-    """The step with the best metric (ties: the later step); None before any save."""
-    return self.mgr.best_step() if self.best is not None else self.mgr.latest_step()
-
-  def meta(self, step: int | None = None) -> dict | None:
-    """The JSON metadata of `step` (default: the latest), checked against this run's fingerprint."""
-    step = self.latest_step() if step is None else step
-    if step is None:
-      return None
-    meta = self.mgr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
-    if meta.get("fingerprint") != self.fingerprint:
-      raise CheckpointMismatch(
-          f"{self.directory} holds checkpoints of another run (fingerprint {meta.get('fingerprint')} != "
-          f"{self.fingerprint}): use a new --workdir, or delete that folder to start over")
-    return meta
-
-  def restore(self, target, step: int | None = None) -> tuple[Any, dict]:
-    """(state, metadata) of `step` (default: the latest), read into `target`'s structure and
-    shardings (see `abstract_like`); the fingerprint is checked first."""
-    step = self.latest_step() if step is None else step
-    if step is None:
-      raise FileNotFoundError(f"{self.directory}: no checkpoint to restore")
-    meta = self.meta(step)
-    state = self.mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target)))["state"]
-    return state, meta
-
-  def save(self, step: int, state, *, metrics: dict | None = None, **meta) -> None:
-    """Saves `state` and {"fingerprint", "step", "metrics", **meta} as step `step`, and waits."""
-    record = _jsonable({"fingerprint": self.fingerprint, "step": int(step), "metrics": metrics or {}, **meta})
-    self.mgr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                     meta=ocp.args.JsonSave(record)),
-                  metrics=None if metrics is None else _jsonable(metrics), force=True)
-    self.mgr.wait_until_finished()
-
-  def close(self) -> None:
-    self.mgr.close()
-
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    self.close()
+from jaxlab.core import checkpoint
 
 
 def _flatten(scalars: dict, prefix: str = "") -> dict:
@@ -179,7 +77,7 @@ class Metrics:
   def write(self, step: int, **values) -> None:
     if not self.lead:
       return
-    self.log.write(json.dumps(_jsonable({"step": int(step), **values})) + "\n")
+    self.log.write(json.dumps(checkpoint.jsonable({"step": int(step), **values})) + "\n")
     self.log.flush()
     for tag, value in _flatten(values).items():
       self.tb.add_scalar(tag, value, int(step))
@@ -233,3 +131,132 @@ class Preemption:
   def __exit__(self, *exc):
     if self._old is not None:
       signal.signal(signal.SIGTERM, self._old)
+
+
+class Stopped(Exception):
+  """A run ended before its last step (SIGTERM, or its per-call step limit) and saved where it
+  stood; the same command resumes it. `result`: where it stood (a `Result`)."""
+
+  def __init__(self, message: str, result=None):
+    super().__init__(message)
+    self.result = result
+
+
+BEST = "score"   # the checkpoint metric the best step is kept by
+
+
+@dataclasses.dataclass
+class Loop:
+  """What an experiment hands `fit`: its step, its evaluation and their cadences."""
+  step: Callable[[Any, int], tuple[Any, dict]]   # (state, s) -> (state after step s, scalars)
+  total: int                                     # steps of the whole run
+  evaluate: Callable[[Any, int, list], dict] | None = None   # (state, done, window) -> JSON record
+  eval_every: int = 0          # evaluate every this many steps and at the last (0: at the last only)
+  eval_at_start: bool = False  # also evaluate a fresh run's initial state (step 0)
+  best: Callable[[dict], float] | None = None    # a record's score; keeps the best step's state too
+  save_every: int = 0          # checkpoints between evaluations (0: at evaluations and stops only)
+  log_every: int = 0           # step scalars to the metrics every this many steps (0: never)
+  poll_every: int = 1          # steps between preemption polls (a collective on several processes)
+  stop_after: int = 0          # steps one call may run (a job's time limit; 0: no limit)
+  name: str = "train"          # the progress bar's label and the message of a stop
+  log_name: str = "train_log"  # the metrics file (`WORKDIR/{log_name}.jsonl`)
+  folder: str = "checkpoints"  # the Orbax folder under the workdir
+  diverged_hint: str = ""      # what to change when the loss turns NaN
+  shown: tuple = ("loss",)     # step scalars on the progress bar
+
+
+@dataclasses.dataclass
+class Result:
+  state: Any         # after the last step run
+  best: Any          # the best evaluation's state (with `Loop.best`; else the last state)
+  history: list      # every evaluation's record, this call's and the resumed ones'
+  start: int         # the step this call began at (> 0 when it resumed)
+  scalars: list      # every step's scalars of this call
+
+  @property
+  def step(self) -> int:
+    """The step this call ended at."""
+    return self.start + len(self.scalars)
+
+
+def _host(scalars: dict) -> dict:
+  return {k: (float(v) if np.ndim(v) == 0 and not isinstance(v, (str, bool)) else v) for k, v in scalars.items()}
+
+
+def fit(loop: Loop, state, workdir, fingerprint: str, target=None) -> Result:
+  """Runs `loop` from the workdir's latest checkpoint, or from `state`, to `loop.total` steps.
+
+  `state`: the initial state, or a function that makes it (called only when there is no checkpoint
+  to resume: a large model is then never built twice). `target`: the abstract state a checkpoint
+  is read into (`checkpoint.abstract_like` with the state's shardings; default: `state`'s own). Raises `Stopped` when this call ends first (after
+  saving), `checkpoint.CheckpointMismatch` when the workdir holds another run's checkpoints,
+  `FloatingPointError` when a step's loss or gradient norm is not finite (nothing of it saved).
+  """
+  workdir = Path(workdir)
+  ckpt = checkpoint.Checkpoints(workdir / loop.folder, fingerprint, best=BEST if loop.best else None)
+  history, window, start = [], [], 0
+  if target is None:
+    state = state() if callable(state) else state
+    target = checkpoint.abstract_like(state)
+  if ckpt.latest_step() is not None:
+    state, meta = ckpt.restore(target)
+    start, history, window = int(meta["step"]), meta.get("history", []), meta.get("window", [])
+  elif callable(state):
+    state = state()
+  end = loop.total if not loop.stop_after else min(loop.total, start + loop.stop_after)
+  eval_every = loop.eval_every or loop.total
+  lead = jax.process_index() == 0
+  metrics = Metrics(workdir, loop.log_name)
+  bar = tqdm(total=loop.total, initial=start, desc=loop.name, unit="step", disable=not lead)
+  scalars, t_start = [], time.perf_counter()
+
+  def save(done, score):
+    ckpt.save(done, state, metrics={BEST: score} if loop.best else None, history=history, window=window)
+
+  def evaluate(done):
+    record = loop.evaluate(state, done, window)
+    window.clear()
+    history.append(record)
+    metrics.write(done, **{k: v for k, v in record.items() if k != "step"},
+                  elapsed_s=round(time.perf_counter() - t_start, 1))
+    if lead:
+      bar.write(json.dumps(checkpoint.jsonable(record)))
+    save(done, loop.best(record) if loop.best else None)
+
+  done = start
+  try:
+    with Preemption() as preemption:
+      if start == 0 and loop.eval_at_start and loop.evaluate and not history:
+        evaluate(0)
+      for s in range(start, end):
+        state, out = loop.step(state, s)
+        out = _host(out)
+        check_finite(s + 1, loop.diverged_hint, **{k: out[k] for k in ("loss", "grad_norm") if k in out})
+        scalars.append(out)
+        window.append(out)
+        done = s + 1
+        bar.update(1)
+        bar.set_postfix({k: (f"{out[k]:.3f}" if isinstance(out[k], float) else out[k]) for k in loop.shown if k in out})
+        if loop.log_every and (done % loop.log_every == 0 or done == end):
+          metrics.write(done, **out, elapsed_s=round(time.perf_counter() - t_start, 1))
+        evaluated = loop.evaluate is not None and (done % eval_every == 0 or done == loop.total)
+        if evaluated:
+          evaluate(done)
+        stop = done % loop.poll_every == 0 and preemption.should_stop()
+        if not evaluated and (stop or done == end or (loop.save_every and done % loop.save_every == 0)):
+          save(done, -math.inf)   # between evaluations: the latest step, never the best
+        if stop:
+          break
+  finally:
+    bar.close()
+    metrics.close()
+  if done < loop.total:
+    ckpt.close()
+    raise Stopped(f"{loop.name} stopped at step {done} of {loop.total} "
+                  f"({'SIGTERM' if done < end else 'its per-call step limit'}); the same command resumes",
+                  Result(state, state, history, start, scalars))
+  best = state
+  if loop.best:
+    best, _ = ckpt.restore(target, step=ckpt.best_step())
+  ckpt.close()
+  return Result(state, best, history, start, scalars)

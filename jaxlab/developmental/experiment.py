@@ -24,7 +24,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from jaxlab import physics
-from jaxlab.core import results, train
+from jaxlab.core import checkpoint, results, train
 from jaxlab.core.config import ConfigError, is_non_negative, is_positive, require, require_int, tuple_of
 from jaxlab.developmental import analysis, curiosity, curriculum, evaluation, learner, plots, world_model
 from jaxlab.developmental import keys as keys_lib
@@ -121,7 +121,7 @@ def dims_of(pcfg):
 
 def fingerprint(config) -> str:
   """What fixes the results: the config less stop_after (a time limit, not a setting)."""
-  return train.fingerprint({k: v for k, v in config.to_dict().items() if k != "stop_after"})
+  return checkpoint.fingerprint({k: v for k, v in config.to_dict().items() if k != "stop_after"})
 
 
 def empty_logs(config, n_runs: int, dims: Dims) -> dict:
@@ -145,11 +145,13 @@ def _fill(logs: dict, chunk: dict, first: int, config) -> None:
 
 def play(config, workdir: Path, driver, keys, scale, dims, n_runs: int):
   """Every chunk of episodes, resuming from the workdir's checkpoint, or `stop_after` chunks of
-  them; returns (host state, logs, episodes done)."""
+  them; returns (host state, logs, episodes done). Its own chunk loop rather than
+  `core.sweep.scan_chunked`: with the C backend MuJoCo steps on the host between jitted updates, so
+  a chunk is not one jitted program (it shares the checkpoints, metrics and stop path)."""
   p = config.play
   n_chunks = p.episodes // p.episodes_per_chunk
   state, logs, done = driver.init(keys, scale), empty_logs(config, n_runs, dims), 0
-  ckpt = train.Checkpoints(workdir / "checkpoints", fingerprint(config))
+  ckpt = checkpoint.Checkpoints(workdir / "checkpoints", fingerprint(config))
   if ckpt.latest_step() is not None:
     saved, meta = ckpt.restore({"learner": driver.host(state), "logs": logs})
     state, logs, done = driver.device(saved["learner"]), jax.tree.map(np.asarray, saved["logs"]), int(meta["done"])
@@ -190,7 +192,7 @@ def run(config, workdir):
   n_runs = len(table["seed"])
   population = Population(learner.learner(dims, lcfg, action_dims), n_runs)
   flags = flags_of(config, table)
-  if config.backend == "c":
+  if config.backend == "c":   # the backend's driver only: the fused one imports MJX, which costs seconds
     from jaxlab.developmental.play import Driver
   else:
     from jaxlab.developmental.fused import Driver
@@ -202,8 +204,8 @@ def run(config, workdir):
   t_played = time.perf_counter()
   driver.close()
   if done < config.play.episodes:
-    print(f"stopped after {done} of {config.play.episodes} episodes (stop_after); run again to resume")
-    return None
+    raise train.Stopped(f"stopped after {done} of {config.play.episodes} episodes (stop_after); the same command "
+                        "resumes")
   probe_seed = int(np.random.SeedSequence([config.seed, keys_lib.PROBE]).generate_state(1)[0])
   probe = evaluation.probe_results(population, population.rows(state), config.eval.probes, config.eval.probe_pairs,
                                    probe_seed, pcfg)

@@ -36,13 +36,12 @@ import optax
 from flax import nnx
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
-from tqdm.auto import tqdm
 
-from jaxlab.core import train as train_lib
+from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
 from jaxlab.paging import pager as pager_lib, pages
-from jaxlab.paging.train import Stopped, shard_batch
+from jaxlab.paging.train import Split  # the QA rows of the pager, here on pretraining documents
 
 # The parts of a PagerModel that pretraining trains and exports.
 PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")
@@ -158,7 +157,7 @@ def evaluate(params, graphdef, lm, split, max_pages: int, width: int, pad_id: in
     rows = [(s + i) % n for i in range(batch_size)]
     real = np.arange(batch_size) < min(batch_size, n - s)
     batch = make_batch(split, rows, max_pages, width, pad_id, 1, rng)
-    out = jax.device_get(eval_step(params, graphdef, lm_graphdef, lm_state, shard_batch(batch, mesh)))
+    out = jax.device_get(eval_step(params, graphdef, lm_graphdef, lm_state, mesh_lib.shard_batch(batch, mesh)))
     sums += [float(np.sum(o[real])) for o in out]
     count += int(real.sum())
   ae, cont, tokens, hits, exact, qa, qa_tokens, none_ce, none_hits = sums
@@ -175,8 +174,6 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
   p = config.pretrain
   if p.batch_size % mesh.size:
     raise ValueError(f"pretrain.batch_size={p.batch_size} must be a multiple of the {mesh.size} devices")
-  from jaxlab.paging.train import Split  # the QA rows of the pager, here on pretraining documents
-
   max_pages = config.pages.max_pages or 8
   per_row = config.train.questions_per_row
   docs_for = lambda documents: pager_lib.Documents(config.pager.encoder, store, documents)
@@ -193,59 +190,35 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
                                                 max(p.steps, p.warmup_steps + 1), end_value=0.1 * p.learning_rate)
   tx = optax.flatten(optax.chain(optax.clip_by_global_norm(p.clip_norm),
                                  optax.adamw(schedule, weight_decay=p.weight_decay)))
-  opt_state = jax.device_put(tx.init(params), replicated)
-  fingerprint = train_lib.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS})
-  ckpt = train_lib.Checkpoints(Path(workdir) / "pretrain_checkpoints", fingerprint)
-  start, history = 0, []
-  if ckpt.latest_step() is not None:
-    state, meta = ckpt.restore(train_lib.abstract_like({"params": params, "opt_state": opt_state}))
-    params, opt_state, start, history = state["params"], state["opt_state"], meta["step"], meta["history"]
+  fingerprint = checkpoint.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS})
   root = jax.random.key(p.seed, impl="rbg")
   suff = float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0
   weights = (float(p.ae_weight), float(p.continuation_weight), float(p.qa_weight), suff)
-  lead = jax.process_index() == 0
-  log = train_lib.Metrics(workdir, "pretrain_log")
-  bar = tqdm(total=p.steps, initial=start, desc="pretrain", unit="step", disable=not lead)
-  window = []
-  with train_lib.Preemption() as preempt:
-    for step in range(start, p.steps):
-      # The batch of step s depends on (seed, s) only, so a resumed run repeats it.
-      rng = np.random.default_rng([p.seed, step])
-      rows = rng.integers(0, len(train_docs.texts), p.batch_size)
-      batch = make_batch(train_docs, rows, max_pages, width, store.pad_id, per_row, rng)
-      params, opt_state, loss, acc, gnorm = train_step(
-          params, opt_state, lm_state, shard_batch(batch, mesh), jax.random.fold_in(root, step),
-          graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx, weights=weights, replicated=replicated)
-      train_lib.check_finite(step + 1, loss=loss, grad_norm=gnorm)
-      window.append((float(loss), float(acc)))
-      bar.update(1)
-      bar.set_postfix(loss=f"{window[-1][0]:.3f}", acc=f"{window[-1][1]:.3f}")
-      done = step + 1
-      if done % p.eval_every and done != p.steps:
-        if preempt.should_stop():
-          break
-        continue
-      record = {"step": done, "loss": float(np.mean([w[0] for w in window])),
-                "token_accuracy_train": float(np.mean([w[1] for w in window])), "lr": float(schedule(done - 1)),
-                **{f"val_{k}": v for k, v in evaluate(params, graphdef, lm, held_out, max_pages, width, store.pad_id,
-                                                       p.batch_size, p.seed, mesh).items()}}
-      window = []
-      history.append(record)
-      log.write(done, **{k: v for k, v in record.items() if k != "step"})
-      if lead:
-        bar.write(json.dumps(record))
-      ckpt.save(done, {"params": params, "opt_state": opt_state}, history=history)
-      if preempt.should_stop():
-        break
-  bar.close()
-  log.close()
-  ckpt.close()
-  if not history or history[-1]["step"] != p.steps:
-    raise Stopped(f"pretraining stopped at step {history[-1]['step'] if history else 0} of {p.steps} (SIGTERM); "
-                  "the same command resumes")
-  if lead:
-    export(nnx.merge(graphdef, params), config, Path(workdir) / "encoder", history)
-  return {"history": history, "finished": True}
+
+  def step(state, s):
+    # The batch of step s depends on (seed, s) only, so a resumed run repeats it.
+    rng = np.random.default_rng([p.seed, s])
+    rows = rng.integers(0, len(train_docs.texts), p.batch_size)
+    batch = make_batch(train_docs, rows, max_pages, width, store.pad_id, per_row, rng)
+    params, opt_state, loss, acc, gnorm = train_step(
+        state["params"], state["opt_state"], lm_state, mesh_lib.shard_batch(batch, mesh),
+        jax.random.fold_in(root, s), graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx, weights=weights,
+        replicated=replicated)
+    return {"params": params, "opt_state": opt_state}, {"loss": loss, "acc": acc, "grad_norm": gnorm}
+
+  def held_out_record(state, done, window):
+    return {"step": done, "loss": float(np.mean([w["loss"] for w in window])),
+            "token_accuracy_train": float(np.mean([w["acc"] for w in window])), "lr": float(schedule(done - 1)),
+            **{f"val_{k}": v for k, v in evaluate(state["params"], graphdef, lm, held_out, max_pages, width,
+                                                   store.pad_id, p.batch_size, p.seed, mesh).items()}}
+
+  loop = train_lib.Loop(step, p.steps, held_out_record, eval_every=p.eval_every, name="pretrain",
+                        log_name="pretrain_log", folder="pretrain_checkpoints", shown=("loss", "acc"))
+  state = {"params": params, "opt_state": jax.device_put(tx.init(params), replicated)}
+  result = train_lib.fit(loop, state, workdir, fingerprint)
+  if jax.process_index() == 0:
+    export(nnx.merge(graphdef, result.state["params"]), config, Path(workdir) / "encoder", result.history)
+  return {"history": result.history, "finished": True}
 
 
 def pretrained_state(model) -> dict:

@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from flax import nnx
 
-from jaxlab.core import report as report_lib, train as train_lib
+from jaxlab.core import checkpoint, report as report_lib, train as train_lib
 from jaxlab.core.config import from_dict, repo_path, to_dict
 from jaxlab.core.stats import describe
-from jaxlab.paging import analysis, data, metrics, pager as pager_lib, train
+from jaxlab.paging import analysis, data, metrics, pager as pager_lib, pipeline, train
 
 
 def trained_pager(pager_config, setup, pager_workdir: Path) -> dict:
@@ -32,12 +32,12 @@ def trained_pager(pager_config, setup, pager_workdir: Path) -> dict:
   params = jax.device_put(params, jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec()))
   fingerprint = train_lib.fingerprint({k: to_dict(pager_config)[k] for k in train.FINGERPRINT_FIELDS
                                        if k in pager_config})
-  with train_lib.Checkpoints(pager_workdir / "checkpoints", fingerprint, best="selection") as ckpt:
+  with checkpoint.Checkpoints(pager_workdir / "checkpoints", fingerprint, best=train_lib.BEST) as ckpt:
     if ckpt.latest_step() is None:
       raise FileNotFoundError(f"{pager_workdir}/checkpoints: no trained pager (run the compare config there first)")
     meta = ckpt.meta()
     tx, _ = train.optimizer(pager_config, 1)
-    target = train_lib.abstract_like({"params": params, "opt_state": tx.init(params)})
+    target = checkpoint.abstract_like({"params": params, "opt_state": tx.init(params)})
     state, _ = ckpt.restore(target, step=ckpt.best_step())
   history = meta["history"]
   return {"graphdef": graphdef, "params": state["params"], "history": history,
@@ -45,12 +45,11 @@ def trained_pager(pager_config, setup, pager_workdir: Path) -> dict:
 
 
 def run(config, workdir: Path):
-  from jaxlab.paging import experiment
 
   workdir = Path(workdir)
   pager_dir = repo_path(config.rot.pager_workdir)
   pager_config = from_dict(json.loads((pager_dir / "config.json").read_text()))
-  setup = experiment.Setup(pager_config, workdir)
+  setup = pipeline.Setup(pager_config, workdir)
   trained = trained_pager(pager_config, setup, pager_dir)
   cells = []
   for d in config.rot.distractor_ratios:
@@ -60,7 +59,7 @@ def run(config, workdir: Path):
                          questions_per_document=1)
       test = [r for r in splits["test"] if not r.get("probe")]
       trained["q_width"] = pager_lib.question_width(setup.tokenizer, pager_config.prompts.pager, test)
-      out = experiment.answer_split(setup, pager_config, trained, test)
+      out = pipeline.answer_split(setup, pager_config, trained, test)
       cells.append({"distractor_ratio": float(d), "horizon": float(h),
                     "answers": {s: a["answers"] for s, a in out.items()},
                     "records": [{k: r[k] for k in ("id", "question", "gold_answer", "document")} for r in test]})

@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from pathlib import Path
 
 import jax
 import numpy as np
 import optax
 from flax import nnx
-from tqdm.auto import tqdm
 
-from jaxlab.core import mesh as mesh_lib, train as train_lib
+from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import to_dict
 from jaxlab.paging import metrics, pager as pager_lib
 from jaxlab.paging.model import training_seed
@@ -101,14 +99,6 @@ class Split:
     return -(-n // 8) * 8
 
 
-def shard_batch(tree, mesh):
-  """Host NumPy rows (identical on every process) -> global arrays split over the training mesh's
-  batch axes (data x fsdp, `core.mesh.RULES["batch"]`)."""
-  sharding = jax.sharding.NamedSharding(mesh, mesh_lib.spec_of(("batch",)))
-  return jax.tree.map(lambda x: jax.make_array_from_callback(np.shape(x), sharding, lambda i, x=np.asarray(x): x[i]),
-                      tree)
-
-
 def epoch_rows(n: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
   order = np.random.default_rng([seed, epoch]).permutation(n)
   return [order[i * batch_size:(i + 1) * batch_size] for i in range(n // batch_size)]
@@ -120,7 +110,7 @@ def validation_loss(params, graphdef, lm_graphdef, lm_state, val: Split, batch_s
   for s in range(0, n, batch_size):
     rows = [(s + i) % n for i in range(batch_size)]
     real = np.arange(batch_size) < min(batch_size, n - s)
-    batch = shard_batch(val.batch(rows, max_pages, width, pad_id, 1), mesh)
+    batch = mesh_lib.shard_batch(val.batch(rows, max_pages, width, pad_id, 1), mesh)
     sums, counts = jax.device_get(pager_lib.eval_ce(params, graphdef, lm_graphdef, lm_state, batch))
     total, count = total + float(np.sum(sums[real])), count + float(np.sum(counts[real]))
   return total / max(count, 1.0)
@@ -138,8 +128,9 @@ FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", 
 
 def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_pages: int, q_width: int, settings,
         pad_id: int, mesh, abstain=None, init_params=None) -> tuple[object, object, list[dict]]:
-  """Trains (or resumes) the pager; returns its graphdef, the best-by-val-F1 params and the history.
-  `init_params`: a pretrained encoder's parameters to start from (see `pretrain`)."""
+  """Trains (or resumes) the pager on the core loop; returns its graphdef, the best-by-val-F1
+  params and the history. `init_params`: a pretrained encoder's parameters to start from (see
+  `pretrain`)."""
   t = config.train
   per_row = t.questions_per_row
   if t.batch_size % mesh.size:
@@ -148,7 +139,6 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
   if per_epoch == 0:
     raise ValueError(f"{len(train.texts)} training rows are fewer than train.batch_size={t.batch_size}")
   total = t.steps or per_epoch * t.epochs
-  eval_every = t.eval_every or per_epoch
   width = max(train.width(per_row), val.width(1))
   replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   lm_graphdef, lm_state = nnx.split(lm)
@@ -157,86 +147,47 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
     params = load_into(params, init_params)
   params = jax.device_put(params, replicated)
   tx, schedule = optimizer(config, total)
-  opt_state = jax.device_put(tx.init(params), replicated)
-  fingerprint = train_lib.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS if k in config})
-  ckpt = train_lib.Checkpoints(Path(workdir) / "checkpoints", fingerprint, best="selection")
-  history, start = [], 0
-  if ckpt.latest_step() is not None:
-    state, meta = ckpt.restore(train_lib.abstract_like({"params": params, "opt_state": opt_state}))
-    params, opt_state = state["params"], state["opt_state"]
-    start, history = meta["step"], meta["history"]
-
+  state = {"params": params, "opt_state": jax.device_put(tx.init(params), replicated)}
   # Dropout keys use the "rbg" generator (XLA's RngBitGenerator): the same stream for a given seed,
   # and far less to compile than threefry, which inlines every draw into the step.
   root = jax.random.key(training_seed(config), impl="rbg")
   suff_weight = float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0
-  lead = jax.process_index() == 0
-  log = train_lib.Metrics(workdir, "train_log")
-  bar = tqdm(total=total, initial=start, desc="pager", unit="step", disable=not lead)
-  losses = []
 
-  def evaluate(done):
+  def step(state, s):
+    epoch, i = divmod(s, per_epoch)
+    rows = epoch_rows(len(train.texts), t.batch_size, training_seed(config), epoch)[i]
+    batch = mesh_lib.shard_batch(train.batch(rows, max_pages, width, pad_id, per_row), mesh)
+    params, opt_state, loss, gnorm = train_step(state["params"], state["opt_state"], lm_state, batch,
+                                                jax.random.fold_in(root, s), graphdef=graphdef,
+                                                lm_graphdef=lm_graphdef, tx=tx, suff_weight=suff_weight,
+                                                replicated=replicated)
+    return {"params": params, "opt_state": opt_state}, {"loss": loss, "grad_norm": gnorm}
+
+  def evaluate(state, done, window):
+    params = state["params"]
     val_loss = validation_loss(params, graphdef, lm_graphdef, lm_state, val, t.batch_size, max_pages, width, pad_id,
                                mesh)
     val_f1 = validation_f1(lm, tokenizer, graphdef, params, val, config, max_pages=max_pages, q_width=q_width,
                            settings=settings, abstain=abstain)
-    record = {"step": done, "epoch": done / per_epoch, "train_loss": float(np.mean(losses)) if losses else None,
-              "val_loss": val_loss, "val_f1": val_f1, "lr": float(schedule(max(done - 1, 0))),
-              "questions": done * t.batch_size * per_row}
-    if t.eval_every == 0:
-      record["epoch"] = done // per_epoch
-    history.append(record)
-    losses.clear()
-    log.write(done, **{k: v for k, v in record.items() if k != "step"})
-    if lead:
-      bar.write(json.dumps(record))
-    ckpt.save(done, {"params": params, "opt_state": opt_state}, metrics=selection(val_f1, done), history=history)
+    return {"step": done, "epoch": done / per_epoch if t.eval_every else done // per_epoch,
+            "train_loss": float(np.mean([w["loss"] for w in window])) if window else None,
+            "val_loss": val_loss, "val_f1": val_f1, "lr": float(schedule(max(done - 1, 0))),
+            "questions": done * t.batch_size * per_row}
 
-  with train_lib.Preemption() as preempt:
-    if start == 0 and init_params is not None and not history:
-      evaluate(0)  # the pretrained encoder as it ships: kept if fine-tuning never beats it on validation
-    order = {}
-    for step in range(start, total):
-      epoch, i = divmod(step, per_epoch)
-      if epoch not in order:
-        order = {epoch: epoch_rows(len(train.texts), t.batch_size, training_seed(config), epoch)}
-      rows = order[epoch][i]
-      batch = shard_batch(train.batch(rows, max_pages, width, pad_id, per_row), mesh)
-      params, opt_state, loss, gnorm = train_step(params, opt_state, lm_state, batch, jax.random.fold_in(root, step),
-                                                  graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx,
-                                                  suff_weight=suff_weight, replicated=replicated)
-      train_lib.check_finite(step + 1, loss=loss, grad_norm=gnorm)
-      losses.append(float(loss))
-      bar.update(1)
-      bar.set_postfix(loss=f"{losses[-1]:.3f}")
-      done = step + 1
-      if done % eval_every and done != total:
-        if preempt.should_stop():
-          break  # mid-interval: the last checkpoint stands; the same command resumes from it
-        continue
-      evaluate(done)
-      if preempt.should_stop():
-        break
-  bar.close()
-  log.close()
-  if not history or history[-1]["step"] != total:
-    ckpt.close()
-    raise Stopped(f"pager training stopped at step {history[-1]['step'] if history else 0} of {total} (SIGTERM); "
-                  "the same command resumes")
-  state, _ = ckpt.restore(train_lib.abstract_like({"params": params, "opt_state": opt_state}), step=ckpt.best_step())
-  ckpt.close()
-  return graphdef, state["params"], history
+  loop = train_lib.Loop(step, total, evaluate, eval_every=t.eval_every or per_epoch,
+                        # the pretrained encoder as it ships: kept if fine-tuning never beats it on validation
+                        eval_at_start=init_params is not None,
+                        best=lambda record: selection(record["val_f1"], record["step"]), name="pager")
+  fingerprint = checkpoint.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS if k in config})
+  result = train_lib.fit(loop, state, workdir, fingerprint)
+  return graphdef, result.best["params"], result.history
 
 
-class Stopped(Exception):
-  """Training was asked to stop (SIGTERM) and saved; the same command resumes it."""
-
-
-def selection(val_f1: float, step: int) -> dict:
-  """The checkpoint metrics: validation F1, and the score the best checkpoint is kept by, which
-  breaks ties toward the earlier step (Orbax's best policy keeps the later one). The offset is far
-  below any difference of two F1 means over a validation set."""
-  return {"val_f1": val_f1, "selection": val_f1 - 1e-12 * step}
+def selection(val_f1: float, step: int) -> float:
+  """The score the best checkpoint is kept by: validation F1, ties broken toward the earlier step
+  (Orbax's best policy keeps the later one). The offset is far below any difference of two F1
+  means over a validation set."""
+  return val_f1 - 1e-12 * step
 
 
 def load_into(params, pretrained: dict):

@@ -22,6 +22,7 @@ def default_backend() -> str:
 def make_sim(stage: int, num_envs: int, *, backend: str | None = None, seed=0, config: PhysicsConfig | None = None):
   """num_envs envs of the stage (0 drop, 1 push, 2 stack, 3 tool), reset from seed."""
   backend = backend or default_backend()
+  # Each backend is imported when asked for: MJX's import alone costs seconds, and a C run needs none of it.
   if backend == "c":
     from jaxlab.physics.sim_c import CSim
     return CSim(stage, num_envs, seed=seed, config=config)

@@ -59,7 +59,7 @@ class DevelopmentalEnv(gym.Env):
     return self._flat(t.next), self._reward(t.next), not t.valid[0], self._steps >= self.max_steps, info
 
   def render(self):
-    from jaxlab.physics import render
+    from jaxlab.physics import render   # only when a frame is asked for: it opens an OpenGL context
     if self._renderer is None:
       self._renderer = render.Frames(self.sim)
     return self._renderer.frame(0)

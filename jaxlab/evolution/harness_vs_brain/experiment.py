@@ -14,7 +14,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxlab.core import checkpoint, mesh, results
+from jaxlab.core import checkpoint, mesh, results, sweep as sweep_lib
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import ConfigError, require, require_int
 from jaxlab.evolution import controller, evaluation, strategies
@@ -157,7 +157,7 @@ def _merge(table, parts, generations):
 def simulate(config, workdir, mesh_=None, stop_after=None, states=False):
   """The sweep: each program's initial states, then generations in checkpointed chunks (one Orbax
   folder per program, `checkpoints/<label>`).
-  Returns (table, per-generation metrics (rows, generations)), or None when stopped early; with
+  Returns (table, per-generation metrics (rows, generations)); `train.Stopped` when stopped early; with
   `states`, also {label: (row indices, final row states)} (populations, strategy states)."""
   resolved = regimes(config)
   table = grid.build(config, resolved)
@@ -167,12 +167,10 @@ def simulate(config, workdir, mesh_=None, stop_after=None, states=False):
   for label, program, idx, inputs in programs(config, table, resolved):
     devices = _mesh_for(program, inputs, mesh_, label)
     state = mesh.map_runs(sweep.batch_init(program), inputs, devices, config.block)
-    out = checkpoint.scan_chunked(sweep.batch_step(program), state, config.generations, config.chunk, workdir,
+    out = sweep_lib.scan_chunked(sweep.batch_step(program), state, config.generations, config.chunk, workdir,
                                   key=f"{key}:{label}", desc=f"harness_vs_brain:{config.variant}:{label}",
                                   mesh=devices, block=config.block, stop_after=stop_after,
                                   checkpoints=f"checkpoints/{label}")
-    if out is None:
-      return None
     parts.append((idx, out[1]))
     final[label] = (idx, out[0])
   history = _merge(table, parts, config.generations)

@@ -138,7 +138,7 @@ def batch_init(p: Program):
 
 @functools.lru_cache(maxsize=None)
 def batch_step(p: Program):
-  """One generation of a block of rows: what `core.checkpoint.scan_chunked` scans."""
+  """One generation of a block of rows: what `core.sweep.scan_chunked` scans."""
   return jax.vmap(functools.partial(step_row, p=p), (0, None))
 
 
