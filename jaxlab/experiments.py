@@ -16,7 +16,7 @@ EXPERIMENTS = {
     "hidden_gems": "jaxlab.swarm.hidden_gems",
     "proactive_memory": "jaxlab.memory.proactive",
     "harness_vs_brain": "jaxlab.evolution.harness_vs_brain",
-    "lm_pretrain": "jaxlab.lm.pretrain",
+    "lm_pretrain": "jaxlab.lm_pretrain",
     "developmental": "jaxlab.developmental",
     "latent_pager": "jaxlab.paging",
 }

@@ -19,9 +19,10 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from jaxlab.core import config as config_lib
 from jaxlab.data import jsonl, long_doc_qa
-from jaxlab.lm import checkpoint_io, pretrain as lm_pretrain
-from jaxlab.paging import (data, experiment, generation, metrics, model as model_lib, pager as pager_lib, pages, pretrain,
-                           selective, train)
+from jaxlab.lm import checkpoint_io
+from jaxlab.lm_pretrain import train as lm_pretrain
+from jaxlab.paging import (data, experiment, generation, metrics, model as model_lib, pager as pager_lib, pages, pipeline,
+                           pretrain, selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 
@@ -393,9 +394,9 @@ def test_every_system_answers_with_the_same_settings(run):
 def test_pager_confidences_are_the_head_the_answer_and_their_sum(run):
   config, workdir, _, _ = run
   assert config.eval.pager_confidence == "head+answer"   # inherited from `cpu`
-  setup = experiment.Setup(config, workdir)
+  setup = pipeline.Setup(config, workdir)
   splits = data.load(config, workdir)
-  trained = experiment.train_pager(setup, config, workdir, splits)   # finished: restores the kept checkpoint
+  trained = pipeline.train_pager(setup, config, workdir, splits)   # finished: restores the kept checkpoint
   val = splits["validation"][:4]
   docs = setup.documents(config, [r["document"] for r in val])
   got = {}

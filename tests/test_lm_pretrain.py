@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from jaxlab.core import config as config_lib, train as train_lib
+from jaxlab.core import checkpoint, config as config_lib, train as train_lib
 from jaxlab.data import long_doc_qa, squad
-from jaxlab.lm import checkpoint_io, pretrain, pretrain_data, pretrain_eval
+from jaxlab.lm import checkpoint_io
+from jaxlab.lm_pretrain import data as pretrain_data, experiment, train as pretrain
 from jaxlab.lm.qwen3 import forward
 from jaxlab.lm.generate import generate
 from jaxlab.lm.tokenizer import encode_batch, load_tokenizer
@@ -20,7 +21,7 @@ SMOKE = "configs/lm_pretrain.py:smoke"
 
 
 def smoke(*overrides):
-  return config_lib.load(SMOKE, list(overrides), validate=pretrain.validate)
+  return config_lib.load(SMOKE, list(overrides), validate=experiment.validate)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,9 @@ def test_loss_falls(trained):
 
 
 def test_resume_from_checkpoint_is_bit_identical(trained, tmp_path):
-  first = pretrain.train(smoke("--config.stop_after=25"), tmp_path)
+  with pytest.raises(train_lib.Stopped, match="stopped at step 25 of 40") as stop:
+    pretrain.train(smoke("--config.stop_after=25"), tmp_path)
+  first = stop.value.result
   assert first.step == 25
   # A checkpoint every 20 steps and at the stop: the second call starts where the first ended.
   second = pretrain.train(smoke(), tmp_path)
@@ -46,8 +49,9 @@ def test_resume_from_checkpoint_is_bit_identical(trained, tmp_path):
 
 
 def test_another_config_in_the_same_workdir_is_refused(tmp_path):
-  pretrain.train(smoke("--config.stop_after=1", "--config.checkpoint_every=1"), tmp_path)
-  with pytest.raises(train_lib.CheckpointMismatch, match="checkpoints of another run"):
+  with pytest.raises(train_lib.Stopped):
+    pretrain.train(smoke("--config.stop_after=1", "--config.checkpoint_every=1"), tmp_path)
+  with pytest.raises(checkpoint.CheckpointMismatch, match="checkpoints of another run"):
     pretrain.train(smoke("--config.optim.learning_rate=0.5"), tmp_path)
 
 

@@ -17,8 +17,8 @@ import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxlab.core import config as config_lib, mesh as mesh_lib, train as train_lib
-from jaxlab.lm import pretrain
+from jaxlab.core import checkpoint, config as config_lib, mesh as mesh_lib, train as train_lib
+from jaxlab.lm_pretrain import experiment, train as pretrain
 from jaxlab.lm.generate import generate
 from jaxlab.lm.qwen3 import Qwen3, Qwen3Config, forward
 
@@ -97,7 +97,7 @@ SHORT = ["--config.steps=20", "--config.checkpoint_every=100", "--config.data.st
 
 
 def smoke(*overrides):
-  return config_lib.load(SMOKE, [*SHORT, *overrides], validate=pretrain.validate)
+  return config_lib.load(SMOKE, [*SHORT, *overrides], validate=experiment.validate)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,9 @@ def uninterrupted(tmp_path_factory):
 def interrupted(tmp_path_factory):
   """The first 13 steps with FSDP over all 8 devices, saved."""
   workdir = tmp_path_factory.mktemp("fsdp8")
-  return workdir, pretrain.train(smoke("--config.stop_after=13"), workdir, mesh=_mesh((1, 8, 1)))
+  with pytest.raises(train_lib.Stopped) as stop:
+    pretrain.train(smoke("--config.stop_after=13"), workdir, mesh=_mesh((1, 8, 1)))
+  return workdir, stop.value.result
 
 
 def test_fsdp_pretraining_follows_the_one_device_loss_curve(uninterrupted, tmp_path):
@@ -132,8 +134,8 @@ def test_fsdp_checkpoint_restores_onto_another_mesh_and_continues(shape, interru
   config = smoke()
   vocab = first.tokenizer.get_vocab_size()
   _, abstract, shardings = pretrain.abstract_state(config, vocab, mesh)
-  with train_lib.Checkpoints(saved_dir / "checkpoints", pretrain.fingerprint(config)) as ckpt:
-    state, meta = ckpt.restore(train_lib.abstract_like(abstract, shardings))
+  with checkpoint.Checkpoints(saved_dir / "checkpoints", pretrain.fingerprint(config)) as ckpt:
+    state, meta = ckpt.restore(checkpoint.abstract_like(abstract, shardings))
   assert meta["step"] == 13
   for path, var in nnx.to_flat_state(state["params"]):
     assert var[...].sharding == dict(nnx.to_flat_state(shardings["params"]))[path]

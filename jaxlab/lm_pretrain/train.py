@@ -1,8 +1,8 @@
-"""Pretraining a small Qwen3-architecture base model from scratch.
+"""Training a small Qwen3-architecture base model from scratch, on the core training loop.
 
-The rows (prompt formats, word-level tokenizer, curriculum stages) are built by
-`jaxlab.lm.pretrain_data`; exact match and the report live in `jaxlab.lm.pretrain_eval`; the
-checkpoints, metrics, NaN stop and preemption flag are the shared ones of `jaxlab.core.train`.
+The rows (prompt formats, word-level tokenizer, curriculum stages) are built by `data.py`; exact
+match and the report live in `evaluation.py`; resume, checkpoints, metrics, the NaN stop,
+preemption and the stop path are the core loop's (`jaxlab.core.train.fit`).
 
 The run lays every device out as the training mesh of `config.mesh` (data, fsdp, tensor): batch
 rows are split over data x fsdp, and parameters and optimizer state are sharded by the logical
@@ -41,72 +41,26 @@ import optax
 from flax import nnx
 from safetensors.numpy import save_file
 from tokenizers import Tokenizer
-from tqdm.auto import tqdm
 
-from jaxlab.core import mesh as mesh_lib, report as report_lib, train as train_lib
-from jaxlab.core.config import ConfigError, require, require_int, to_dict
-from jaxlab.data import long_doc_qa
-from jaxlab.lm import checkpoint_io, pretrain_data as data_lib, pretrain_eval, qwen3
-from jaxlab.lm.pretrain_data import EOS, PAD
-from jaxlab.lm.pretrain_eval import report
+from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
+from jaxlab.core.config import ConfigError, to_dict
+from jaxlab.lm import checkpoint_io
 from jaxlab.lm.qwen3 import Qwen3, Qwen3Config
-
-
-# ----------------------------------------------------------------------------- config
-def _stage_ok(stage) -> bool:
-  share, seq_len, lo, hi = stage
-  return share > 0 and int(seq_len) == seq_len >= 16 and int(lo) == lo and int(hi) == hi and 8 <= lo <= hi
-
-
-def validate(config) -> None:
-  require_int(config, "seed", 0)
-  require_int(config, "steps", 1)
-  require_int(config, "batch_size", 1)
-  require_int(config, "checkpoint_every", 1)
-  require_int(config, "log_every", 1)
-  require_int(config, "stop_after", 0, "0: no limit")
-  require(config, "optim.learning_rate", lambda v: v > 0, "a positive number")
-  require_int(config, "optim.warmup_steps", 0)
-  require(config, "optim.weight_decay", lambda v: v >= 0, "a number >= 0")
-  require(config, "optim.clip_norm", lambda v: v > 0, "a positive number")
-  require(config, "optim.init_std", lambda v: v > 0, "a positive number")
-  require(config, "optim.qk_norm_init", lambda v: v > 0, "a positive number")
-  require_int(config, "data.num_train", 1)
-  require(config, "data.stages", lambda v: len(v) > 0 and all(len(s) == 4 and _stage_ok(s) for s in v),
-          "a non-empty list of (share > 0, seq_len >= 16, fewest words >= 8, most words >= fewest)")
-  require_int(config, "data.questions_per_window", 1)
-  require(config, "data.context_loss_weight", lambda v: 0 <= v <= 1, "in [0, 1]")
-  require(config, "data.distractor_ratio", lambda v: 0 <= v <= 1, "in [0, 1]")
-  require(config, "data.kinds", lambda v: len(v) > 0 and set(v) <= set(long_doc_qa.KINDS),
-          f"a non-empty list of kinds from {long_doc_qa.KINDS} (repeat one to weight it)")
-  for field in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                "num_key_value_heads", "head_dim"):
-    require_int(config, f"model.{field}", 1)
-  require(config, "model.num_attention_heads",
-          lambda v: v % config.model.num_key_value_heads == 0, "a multiple of model.num_key_value_heads")
-  require(config, "model.remat", lambda v: v in qwen3.REMAT_POLICIES, f"one of {sorted(qwen3.REMAT_POLICIES)}")
-  require(config, "mesh", lambda v: set(v) == set(mesh_lib.TRAINING_AXES) and all(
-      int(x) == x and (x >= 1 or x == -1) for x in v.values()) and list(v.values()).count(-1) <= 1,
-          "a block {data, fsdp, tensor} of sizes >= 1, at most one of them -1 (the devices left)")
-  require_int(config, "eval.window_tokens", 8)
-  require_int(config, "eval.num_questions", 0)
-  require_int(config, "eval.num_during", 0)
-  require_int(config, "eval.every", 0, "0: no evaluation during training")
-  require_int(config, "eval.batch_size", 1)
-  require_int(config, "eval.max_new_tokens", 1)
+from jaxlab.lm_pretrain import data as data_lib, evaluation
+from jaxlab.lm_pretrain.data import EOS, PAD
 
 
 def fingerprint(config) -> str:
   """What fixes the trained weights; the mesh, stop_after, logging and evaluation settings do not
   (a run may resume on another mesh)."""
   c = to_dict(config)
-  return train_lib.fingerprint({k: c[k] for k in ("seed", "steps", "batch_size", "optim", "data", "model")})
+  return checkpoint.fingerprint({k: c[k] for k in ("seed", "steps", "batch_size", "optim", "data", "model")})
 
 
 # ----------------------------------------------------------------------------- data
 def prepare(config, workdir: Path) -> tuple[Tokenizer, list[tuple[np.ndarray, np.ndarray]]]:
   """Tokenizer and the encoded rows of each stage, cached in the workdir so a resume skips generation."""
-  key = train_lib.fingerprint({"seed": config.seed, "data": to_dict(config.data)})
+  key = checkpoint.fingerprint({"seed": config.seed, "data": to_dict(config.data)})
   tok_path, data_path = workdir / "tokenizer.json", workdir / "corpus.npz"
   n = len(config.data.stages)
   if tok_path.is_file() and data_path.is_file():
@@ -239,12 +193,12 @@ class Trained:
   model: Qwen3
   tokenizer: Tokenizer
   start_step: int   # where this call began: > 0 when it resumed from a checkpoint
-  step: int         # where it ended (config.steps, or earlier with stop_after or SIGTERM)
+  step: int         # where it ended (config.steps; earlier in the `result` of a `train.Stopped`)
   losses: list[float]
 
 
 def validation_em(model, tokenizer, config, records) -> dict:
-  return pretrain_eval.exact_match(pretrain_eval.evaluate(model, tokenizer, records, config.eval.batch_size,
+  return evaluation.exact_match(evaluation.evaluate(model, tokenizer, records, config.eval.batch_size,
                                                           config.eval.max_new_tokens))
 
 
@@ -268,66 +222,58 @@ def train(config, workdir, mesh=None) -> Trained:
   tx = optimizer(config)
   graphdef, abstract, shardings = abstract_state(config, vocab, mesh)
 
-  # ---- checkpoint: resume, or create the state directly in its shards
-  ckpt = train_lib.Checkpoints(workdir / "checkpoints", fingerprint(config))
-  if ckpt.latest_step() is not None:
-    state, meta = ckpt.restore(train_lib.abstract_like(abstract, shardings))
-    params, opt_state, start = state["params"], state["opt_state"], int(meta["step"])
-  else:
+  # ---- state: created directly in its shards, unless a checkpoint in the workdir is restored
+  def fresh():
     params = nnx.state(init_model(config, vocab, mesh), nnx.Param)
-    opt_state = jax.jit(tx.init, out_shardings=shardings["opt_state"])(params)
-    start = 0
+    return {"params": params, "opt_state": jax.jit(tx.init, out_shardings=shardings["opt_state"])(params)}
 
-  # ---- loop
-  end = config.steps if not config.stop_after else min(config.steps, start + config.stop_after)
-  lead = jax.process_index() == 0
-  records = (pretrain_eval.eval_questions(config, "validation", config.eval.num_during)
-             if config.eval.every and config.eval.num_during else [])
-  metrics = train_lib.Metrics(workdir, "train_log")
-  bar = tqdm(total=config.steps, initial=start, desc="pretrain", unit="step", disable=not lead)
+  # ---- update step: the batch of step s is a function of (seed, stage, s)
   context_weight = jnp.float32(config.data.context_loss_weight)
-  losses, tokens, seconds, t_start = [], 0, 0.0, time.perf_counter()
-  step = start
-  with train_lib.Preemption() as preemption, jax.set_mesh(mesh):
-    for step in range(start, end):
-      stage = data_lib.stage_of(bounds, step)
-      ids, flags = stages[stage]
-      batch = data_lib.batch_rows(len(ids), config.batch_size, config.seed, stage, step - bounds[stage])
-      t0 = time.perf_counter()
-      params, opt_state, out = train_step(graphdef, tx, params, opt_state,
-                                          *mesh_lib.shard_batch((ids[batch], flags[batch]), mesh), context_weight)
-      loss, grad_norm = float(out["loss"]), float(out["grad_norm"])
-      train_lib.check_finite(step + 1, f"Nothing after step {ckpt.latest_step() or 0} was saved. Lower "
-                             "optim.learning_rate or raise optim.warmup_steps.", loss=loss, grad_norm=grad_norm)
-      losses.append(loss)
-      # Tokens per second counts real tokens only, and skips the steps that compile (a call's
-      # first step and each stage's first).
-      if step != start and step != bounds[stage]:
-        tokens, seconds = tokens + int(np.count_nonzero(ids[batch])), seconds + time.perf_counter() - t0
-      rate = tokens / max(seconds, 1e-9)
-      bar.update(1)
-      bar.set_postfix(loss=f"{loss:.3f}", stage=stage, tok_s=f"{rate:,.0f}")
-      done = step + 1
-      if done % config.log_every == 0 or done == end:
-        metrics.write(done, stage=stage, loss=loss, target_loss=float(out["target_loss"]), grad_norm=grad_norm,
-                      learning_rate=learning_rate(config, step), tokens_per_s=round(rate, 1),
-                      elapsed_s=round(time.perf_counter() - t_start, 1))
-      if records and (done % config.eval.every == 0 or done == config.steps):
-        em = validation_em(nnx.merge(graphdef, params), tokenizer, config, records)
-        bar.write(f"step {done}: validation exact match " + ", ".join(
-            f"{t} {v['mean']:.2f} (n={v['n']})" for t, v in em.items() if v["n"]))
-        metrics.write(done, eval=em, elapsed_s=round(time.perf_counter() - t_start, 1))
-      # Every process polls the preemption flag at the same steps (it is a collective).
-      stop = done % config.log_every == 0 and preemption.should_stop()
-      if done % config.checkpoint_every == 0 or done == end or stop:
-        ckpt.save(done, {"params": params, "opt_state": opt_state}, metrics={"loss": loss})
-      if stop:
-        end = done
-        break
-  bar.close()
-  metrics.close()
-  ckpt.close()
-  return Trained(nnx.merge(graphdef, params), tokenizer, start, max(end, start), losses)
+  throughput = {"tokens": 0, "seconds": 0.0, "first": None}
+
+  def step(state, s):
+    stage = data_lib.stage_of(bounds, s)
+    ids, flags = stages[stage]
+    batch = data_lib.batch_rows(len(ids), config.batch_size, config.seed, stage, s - bounds[stage])
+    t0 = time.perf_counter()
+    params, opt_state, out = train_step(graphdef, tx, state["params"], state["opt_state"],
+                                        *mesh_lib.shard_batch((ids[batch], flags[batch]), mesh), context_weight)
+    loss = float(out["loss"])
+    # Tokens per second counts real tokens only, and skips the steps that compile (a call's
+    # first step and each stage's first).
+    throughput["first"] = s if throughput["first"] is None else throughput["first"]
+    if s != throughput["first"] and s != bounds[stage]:
+      throughput["tokens"] += int(np.count_nonzero(ids[batch]))
+      throughput["seconds"] += time.perf_counter() - t0
+    rate = throughput["tokens"] / max(throughput["seconds"], 1e-9)
+    return {"params": params, "opt_state": opt_state}, {
+        "loss": loss, "stage": stage, "target_loss": float(out["target_loss"]), "grad_norm": float(out["grad_norm"]),
+        "learning_rate": learning_rate(config, s), "tokens_per_s": round(rate, 1)}
+
+  # ---- evaluation: exact match on validation questions
+  records = (evaluation.eval_questions(config, "validation", config.eval.num_during)
+             if config.eval.every and config.eval.num_during else [])
+
+  def evaluate(state, done, window):
+    return {"step": done, "eval": validation_em(nnx.merge(graphdef, state["params"]), tokenizer, config, records)}
+
+  # ---- loop: resume, steps, evaluations, checkpoints, preemption (polled with the logs: a collective)
+  loop = train_lib.Loop(step, config.steps, evaluate if records else None, eval_every=config.eval.every,
+                        save_every=config.checkpoint_every, log_every=config.log_every, poll_every=config.log_every,
+                        stop_after=config.stop_after, name="pretrain", shown=("loss", "stage", "tokens_per_s"),
+                        diverged_hint="Lower optim.learning_rate or raise optim.warmup_steps.")
+  try:
+    result = train_lib.fit(loop, fresh, workdir, fingerprint(config),
+                           target=checkpoint.abstract_like(abstract, shardings))
+  except train_lib.Stopped as stop:
+    stop.result = _trained(stop.result, graphdef, tokenizer)   # the model where it stopped
+    raise
+  return _trained(result, graphdef, tokenizer)
+
+
+def _trained(result, graphdef, tokenizer) -> Trained:
+  return Trained(nnx.merge(graphdef, result.state["params"]), tokenizer, result.start, result.step,
+                 [s["loss"] for s in result.scalars])
 
 
 # ----------------------------------------------------------------------------- export
@@ -343,20 +289,3 @@ def export(model: Qwen3, tokenizer: Tokenizer, config, folder) -> Path:
     (folder / "config.json").write_text(json.dumps(hf_config(config, model.cfg.vocab_size), indent=1) + "\n")
     tokenizer.save(str(folder / "tokenizer.json"))
   return folder
-
-
-# ----------------------------------------------------------------------------- experiment
-def run(config, workdir) -> Path:
-  workdir = Path(workdir)
-  trained = train(config, workdir)
-  if trained.step < config.steps:
-    print(f"stopped at step {trained.step} of {config.steps} (stop_after or SIGTERM); run again to resume")
-    return workdir
-  export(trained.model, trained.tokenizer, config, workdir / "hf")
-  for split in ("validation", "test"):
-    results = pretrain_eval.evaluate(trained.model, trained.tokenizer,
-                                     pretrain_eval.eval_questions(config, split, config.eval.num_questions),
-                                     config.eval.batch_size, config.eval.max_new_tokens)
-    if jax.process_index() == 0:
-      report_lib.write_json(workdir / f"eval_{split}.json", results)
-  return report(workdir) if jax.process_index() == 0 else workdir / "report.md"

@@ -2,7 +2,7 @@
 
 Held-out questions come from `long_doc_qa.generate_qa` on documents of `eval.window_tokens` words
 (entities of the validation or test split, never seen in training): greedy answers after
-`pretrain_data.prompt`, normalized as SQuAD does. Validation is measured during training (model
+`data.prompt`, normalized as SQuAD does. Validation is measured during training (model
 choice); the test split once, at the end.
 """
 
@@ -19,7 +19,7 @@ from jaxlab.data import long_doc_qa
 from jaxlab.data.squad import normalize
 from jaxlab.lm import tokenizer as tok_lib
 from jaxlab.lm.generate import generate
-from jaxlab.lm.pretrain_data import EOS, PAD, prompt
+from jaxlab.lm_pretrain.data import EOS, PAD, prompt
 from jaxlab.lm.qwen3 import Qwen3
 
 TASK_TYPES = ("single_fact", "multi_hop")
