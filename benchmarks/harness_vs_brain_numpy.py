@@ -223,7 +223,7 @@ def _uniform_int(u, low, high):
 
 
 def _mutate(u, g: dict, value, params) -> dict:
-  """`strategies._mutate` for every child (r, p) at once."""
+  """`strategies.prototype_ga._mutate` for every child (r, p) at once."""
   sizes = np.cumsum([KMAX, KMAX * NF, KMAX, KMAX, NT, NF, 1])
   u_move, u_step, u_redraw, u_tool, u_flip, u_sensor, u_edit, u_new = np.split(u, sizes, axis=2)
   P = {f: v[:, None] for f, v in params.items()}

@@ -12,7 +12,7 @@
 SNES) x K in {1, 2, 4, 8} x 8 seeds x 48 generations x population 32, one jitted program per
 strategy scanned over generations in checkpointed chunks. `smoke` is the same design with 2
 seeds, 10 generations, population 16. Regimes are names in the strategy registry
-(jaxlab/evolution/strategies.py): the published five, `mlp_evosax`, `evosax:ALGORITHM` for any
+(jaxlab/evolution/strategies/): the published five, `mlp_evosax`, `evosax:ALGORITHM` for any
 evosax algorithm, anything a module in `imports` registers; `NAME@GENOME` picks the genome kind
 (table, mlp, mlp_harness, harness). `strategy_params` overrides hyperparameters per regime:
   --config.strategy_params='{"evosax:Open_ES": {"learning_rate": 0.05, "optimizer": "adam", "std": 0.1}}'
@@ -37,7 +37,7 @@ def repro():
   c.brain_widths = (1, 2, 4, 8)  # live hidden units of the MLP brain (the genomes other than the table)
   c.regimes = PUBLISHED + ("mlp_evosax",)
   # {regime: {field: value}} over the registered hyperparameters (the GA settings of the published
-  # regimes are in strategies.py, where they are registered; evosax's defaults are evosax's).
+  # regimes are in strategies/prototype_ga.py, where they are registered; evosax's defaults are evosax's).
   c.strategy_params = ml_collections.ConfigDict()
   c.imports = ()                 # modules that register more strategies, imported before validation
   c.chunk = 12                   # generations per checkpointed chunk

@@ -1,5 +1,5 @@
 """Evolutionary simulations as a library: world.py (niches, tools, tasks), controller.py (prototype
-table and MLP brains), genomes.py (what a regime evolves), strategies.py (the registry: published
+table and MLP brains), genomes.py (what a regime evolves), strategies/ (the registry: published
 regimes, evosax:NAME, your own), evaluation.py (the key convention and the public fitness API),
 and one package per experiment.
 
