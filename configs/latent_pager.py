@@ -19,11 +19,12 @@
 from the pretrained encoder in models/latent_pager_pointer (made by `pretrain`), fine-tuned on tens
 of thousands of questions, with its sufficiency head; the text buffer and a full-context reference
 answer the same questions. `cpu_slots` is the same with the `slots` encoder in
-models/latent_pager_slots (made by `pretrain_slots`). `repro` is the reproduction arm exactly as
-before: the published `pooled` design on its first data (480 training questions, no unanswerable
+models/latent_pager_slots (made by `pretrain_slots`). `repro` is the reproduction arm: the
+published `pooled` design at the published data scale (480 training questions, no unanswerable
 ones). `frontier` sweeps compression (slots per chunk), layers and aggregator depth on validation
-and scores the chosen points once on test. `seeds` runs `cpu` once per training seed. `qwen3_1p7b` runs the `cpu` pipeline on Qwen3-1.7B; what it keeps
-from the published run and what it changes is listed in docs/latent_pager.md. Every system
+and scores the chosen points once on test. `seeds` runs `cpu` once per training seed. `qwen3_1p7b` runs the `cpu`
+pipeline on Qwen3-1.7B; what it keeps from the published run and what it changes is listed in
+docs/latent_pager.md. Every system
 answers with the one `generation` block.
 """
 
@@ -33,8 +34,8 @@ from jaxlab.core.config import select
 
 
 def repro():
-  """The first comparison, unchanged: the published pooled pager on 480 training questions, with
-  one set of generation settings for both systems and EOS in the answer targets."""
+  """The published pooled pager on 480 training questions, with one set of generation settings for
+  both systems and EOS in the answer targets."""
   c = ml_collections.ConfigDict()
   c.experiment = "latent_pager"
   c.mode = "compare"               # compare | pretrain | frontier | rot | seeds
@@ -142,8 +143,8 @@ def cpu():
 
 
 def cpu_slots():
-  """`cpu` with the `slots` encoder shipped in models/latent_pager_slots (the previous `cpu` pager,
-  which abstained on its sufficiency head alone: `--config.eval.pager_confidence=head`)."""
+  """`cpu` with the `slots` encoder shipped in models/latent_pager_slots (add
+  `--config.eval.pager_confidence=head` to abstain on its sufficiency head alone)."""
   c = cpu()
   c.pager.update(dict(encoder="slots", init="models/latent_pager_slots"))
   return c

@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 from jaxlab.core import config as config_lib
-from jaxlab.paging import experiment, frontier, model as model_lib, pager as pager_lib, train
+from jaxlab.paging import experiment, frontier, model as model_lib, pager as pager_lib, pipeline, train
 from tests.test_latent_pager import _lm_params, _load, tiny_lm_folder
 
 
@@ -27,7 +27,7 @@ def test_frontier_selects_on_validation_before_reading_test(tiny_lm, tmp_path):
                  "--config.frontier.encoders=('pooled','slots')", "--config.frontier.slots_per_chunk=(2,)",
                  "--config.frontier.depths=(0,1)")
   events = []
-  real_select, real_answer = frontier.select, experiment.answer_split
+  real_select, real_answer = frontier.select, pipeline.answer_split
 
   def select(results):
     events.append(("select", sorted(results)))
@@ -39,7 +39,7 @@ def test_frontier_selects_on_validation_before_reading_test(tiny_lm, tmp_path):
 
   with pytest.MonkeyPatch.context() as mp:
     mp.setattr(frontier, "select", select)
-    mp.setattr(experiment, "answer_split", answer_split)
+    mp.setattr(pipeline, "answer_split", answer_split)
     experiment.run(config, workdir)
   test_ids = {json.loads(line)["id"] for line in (workdir / "predictions.jsonl").read_text().splitlines()}
   at = [i for i, e in enumerate(events) if e[0] == "select"]

@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxlab.core import report
 from jaxlab.developmental import analysis as dev
-from jaxlab.paging import analysis as pager
+from jaxlab.paging import analysis as pager, report as pager_report
 from jaxlab.paging import seeds
 
 
@@ -97,16 +97,16 @@ def test_pager_targets_are_the_bar_parts():
 
 def test_pager_latency_target_is_in_the_report_only():
   ratio = {"mean": 2.61, "ci": [2.5, 2.7], "n": 50}
-  row = pager.latency_target(ratio)
+  row = pager_report.latency_target(ratio)
   assert row["met"] is True and row["ours"] == "2.61 [2.50, 2.70]x (timing.json)"
-  assert pager.latency_target({**ratio, "mean": 2.4})["met"] is False and pager.latency_target(None)["met"] is None
+  assert pager_report.latency_target({**ratio, "mean": 2.4})["met"] is False and pager_report.latency_target(None)["met"] is None
   h = _pager_headline(_interval(-0.011, -0.068, 0.045), _interval(0.010, -0.010, 0.030, 500))
   summary = {"targets": pager.targets(h, pager.bar(h))}
-  heading, text = pager.targets_section(summary, {"latency_ratio": ratio})
+  heading, text = pager_report.targets_section(summary, {"latency_ratio": ratio})
   assert heading == "Targets" and text.startswith("3 of 3 targets met.")
   assert "lower latency" in text and "timing.json" in text and len(summary["targets"]) == 2
   assert "latency" not in json.dumps(summary)             # summary.json holds no wall-clock figure
-  assert pager.targets_section(summary, {})[1].startswith("2 of 3 targets met (1 cannot be judged in this run).")
+  assert pager_report.targets_section(summary, {})[1].startswith("2 of 3 targets met (1 cannot be judged in this run).")
 
 
 def test_seed_study_targets_are_the_bar_over_seeds():
@@ -145,7 +145,7 @@ def test_peak_memory_is_shown_as_one_measurement_not_graded():
   for r in rows:
     iv = r["interval"]
     assert iv is None or iv["ci"] is None or iv["n"] > 1, r["claim"]
-  note = pager.memory_note(summary["figures"])
+  note = pager_report.memory_note(summary["figures"])
   assert note.startswith("Not graded") and "1.82 GB vs 1.02 GB" in note and "0.2100 GB vs 0.1200 GB" in note
   assert "one measurement per system" in note and "no interval" in note
-  assert pager.memory_note(_claims_inputs(peak=False)[0]["figures"]) == ""
+  assert pager_report.memory_note(_claims_inputs(peak=False)[0]["figures"]) == ""

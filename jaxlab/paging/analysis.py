@@ -1,5 +1,5 @@
-"""summary.json, report.md and the plots of a latent-pager comparison (latent-pager.md; the
-report, abstention and sufficiency, the headline and the bar).
+"""summary.json of a latent-pager comparison (latent-pager.md; abstention and sufficiency, the
+headline, the bar, the claims); `report.py` writes report.md from it, `plots.py` the plots.
 
 Systems: the latent pager, the text buffer and, where the document fits the LM's window, the
 full-context reference. Each answered every validation and test question and gave a confidence
@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from jaxlab.core import report as report_lib
@@ -270,23 +269,6 @@ def targets(h: dict, b: dict) -> list[dict]:
                         "or below", b["hallucination"], ours("pager_minus_text_buffer_grounded_hallucination"))]
 
 
-def latency_target(ratio: dict | None) -> dict:
-  """The bar's latency part as a target: a wall-clock figure, so for report.md, never summary.json."""
-  return report_lib.target(f">= {BAR_SPEEDUP}x lower latency than the text buffer",
-                           f"text buffer / pager mean latency per question at least {BAR_SPEEDUP} (the published "
-                           "ratio), on the point estimate", latency_bar(ratio),
-                           "n/a" if not ratio else f"{ci_text(ratio, 2)}x (timing.json)")
-
-
-def targets_section(summary: dict, timing: dict):
-  """The report's targets: the summary's answer parts and the latency part from timing.json."""
-  return report_lib.targets_section(
-      summary["targets"] + [latency_target(timing.get("latency_ratio"))],
-      "The F1 and hallucination targets are computed from the summary (summary.json \"targets\"); the latency "
-      "target is judged from wall-clock timing (timing.json), which stays out of summary.json, so it is in this "
-      "report only.")
-
-
 def claims(summary, main, sc, resamples: int, seed: int) -> list[dict]:
   f, iv = summary["figures"], summary["intervals"]
   m = lambda key: f[key]["mean"]
@@ -328,42 +310,7 @@ def claims(summary, main, sc, resamples: int, seed: int) -> list[dict]:
   return out
 
 
-# ----------------------------------------------------------------------------- plots
-def plot_training(history: list[dict], workdir: Path) -> str:
-  fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-  x = [h["step"] for h in history]
-  pub = sorted(published.TRAINING.items())
-  for ax, key, i, title in ((axes[0], "val_f1", 2, "validation F1"), (axes[1], "val_loss", 1, "validation loss")):
-    ax.plot(x, [h[key] for h in history], "o-", label="ours (by step)")
-    twin = ax.twiny()
-    twin.plot([e for e, _ in pub], [v[i] for _, v in pub], "s--", color="grey", label="published, Qwen3-1.7B (epoch)")
-    twin.set_xlabel("published epoch")
-    ax.set_xlabel("step")
-    ax.set_title(title)
-    ax.legend(loc="lower right")
-    twin.legend(loc="upper right")
-  best = max(history, key=lambda h: (h["val_f1"], -h["step"]))
-  axes[0].axvline(best["step"], color="C1", lw=0.8)
-  return report_lib.save_plot(fig, workdir, "training_curve.png")
-
-
-def plot_risk_coverage(summary: dict, workdir: Path) -> str | None:
-  curves = summary["risk_coverage"]
-  if not curves:
-    return None
-  fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-  for ax, kind, title in ((axes[0], "error", "risk = 1 - F1"),
-                          (axes[1], "hallucination", "risk = grounded hallucination")):
-    for s, c in curves.items():
-      ax.plot(c[kind]["coverage"], c[kind]["risk"], label=f"{LABELS[s]} (AURC {c[kind]['aurc']:.3f})")
-    ax.set_xlabel("coverage (most confident first)")
-    ax.set_ylabel("risk of the answered questions")
-    ax.set_title(title)
-    ax.legend()
-  return report_lib.save_plot(fig, workdir, "risk_coverage.png")
-
-
-# ----------------------------------------------------------------------------- report
+# ----------------------------------------------------------------------------- text
 def _cell(figures, key, digits=4):
   stat = figures.get(key)
   return "n/a" if not stat or stat.get("mean") is None else f"{stat['mean']:.{digits}f}"
@@ -382,149 +329,3 @@ def ci_text(stat, digits=4):
     return "n/a"
   ci = "" if stat.get("ci") is None else f" [{stat['ci'][0]:.{digits}f}, {stat['ci'][1]:.{digits}f}]"
   return f"{stat['mean']:.{digits}f}{ci}"
-
-
-def tables(summary: dict, systems: list[str], n: dict) -> list[tuple[str, str]]:
-  figs, iv = summary["figures"], summary["intervals"]
-  others = [s for s in systems if s != "latent_pager"]
-  head = (["metric", "published text", "published pager"] + [f"ours {LABELS[s]}" for s in systems]
-          + [f"pager - {LABELS[s]} [95% CI]" for s in others])
-  out = []
-  for t in TASKS:
-    rows = []
-    for m in ("f1", "f1_raw") + ANSWER_METRICS[1:]:
-      pub = published.FIGURES.get((t, m), ("", ""))
-      rows.append([NAMES[m], *pub] + [_cell(figs, f"{t}/{s}/{m}") for s in systems]
-                  + [diff_text(iv, f"{t}/{m}/latent_pager-{s}") if m != "f1_raw" else "" for s in others])
-    if t == "all":
-      rows.append([NAMES["consistency"], "not computed", "not computed"]
-                  + [_cell(figs, f"all/{s}/consistency") for s in systems]
-                  + [diff_text(iv, "all/consistency/latent_pager-text_buffer") if s == "text_buffer" else ""
-                     for s in others])
-      rows.append(["Peak device memory (GB)", *published.FIGURES[("all", "peak_memory_gb")]]
-                  + [_cell(figs, f"all/{s}/peak_memory_gb") for s in systems] + [""] * len(others))
-    label = {"all": "Answerable questions", "single_fact": "Single fact", "multi_hop": "Multi hop"}[t]
-    out.append((f"{label} (published n={published.N_TEST[t]}, ours n={n[t]})",
-                "The full-context column covers only the questions whose document fits the LM's window "
-                f"({n['full_context']} of them), and so does its difference column.\n\n" * ("full_context" in systems)
-                + report_lib.markdown_table(head, rows)))
-  return out
-
-
-def abstention_table(summary, systems) -> str:
-  figs, iv, th = summary["figures"], summary["intervals"], summary["thresholds"]
-  rows = []
-  for s in systems:
-    a = figs[f"abstention/{s}"]
-    rows.append([LABELS[s], "n/a" if s not in th else f"{th[s]['threshold']:.4g} (val utility {th[s]['utility']:.3f})",
-                 a["abstained"], "n/a" if a["precision"] is None else f"{a['precision']:.3f}",
-                 "n/a" if a["recall"] is None else f"{a['recall']:.3f}",
-                 _cell(figs, f"every/{s}/hallucination_grounded"), _cell(figs, f"aurc/{s}/error"),
-                 _cell(figs, f"aurc/{s}/hallucination")])
-  table = report_lib.markdown_table(
-      ["system", "threshold (chosen on validation)", "abstained", "abstain precision", "abstain recall",
-       "grounded hallucination, every question", "AURC (1 - F1)", "AURC (hallucination)"], rows)
-  diffs = [f"- pager - {LABELS[s]}: grounded hallucination "
-           f"{diff_text(iv, f'every/hallucination_grounded/latent_pager-{s}')}, AURC "
-           f"{diff_text(iv, f'aurc/error/latent_pager-{s}')}" for s in systems if s != "latent_pager"]
-  return table + "\n\n" + "\n".join(diffs)
-
-
-def memory_note(figures: dict) -> str:
-  """The published peak-memory statement beside our one measurement per system, not graded."""
-  pager, text = figures.get("all/latent_pager/peak_memory_gb"), figures.get("all/text_buffer/peak_memory_gb")
-  if not pager or not text:
-    return ""
-  pub_text, pub_pager = published.FIGURES[("all", "peak_memory_gb")]
-  return (f"Not graded: the published statement that the latent pager needs more peak memory ({pub_pager} GB vs "
-          f"{pub_text} GB). Ours is one measurement per system, XLA's account of the largest compiled program "
-          f"(arguments + outputs + temporaries - aliased): {pager['mean']:.4f} GB vs {text['mean']:.4f} GB, shown "
-          "as measured (the answerable-questions table) with no interval.")
-
-
-def latency_section(timing: dict) -> str:
-  rows = []
-  for s in SYSTEMS:
-    if s in timing:
-      lat, cpu = describe(timing[s]["latency_s"]), timing[s].get("cpu_s")
-      rows.append([LABELS[s], f"{lat['mean']:.4f}", f"{lat['sd']:.4f}" if lat["sd"] is not None else "n/a",
-                   "n/a" if cpu is None else f"{np.mean(cpu):.4f}", lat["n"]])
-  ratio, cpu_ratio = timing.get("latency_ratio"), timing.get("cpu_ratio")
-  text = report_lib.markdown_table(["system", "latency per question (s)", "sd", "CPU seconds per question", "n"],
-                                   rows)
-  if ratio:
-    text += (f"\n\nText buffer / pager mean latency: **{ci_text(ratio, 2)}x** (paired bootstrap over the timed questions; "
-             "published 2.55x = 19.55 s / 7.65 s)"
-             + (f"; in CPU time {ci_text(cpu_ratio, 2)}x" if cpu_ratio else "")
-             + ". The systems take turns question by question. Wall times differ run to run on a shared machine, "
-             "so these figures stay in timing.json, out of summary.json.")
-  return text
-
-
-def headline_section(h: dict, b: dict, timing: dict) -> str:
-  h = {**h, "latency_ratio": timing.get("latency_ratio")}   # from timing.json: a wall-clock figure
-  rows = [[k, h[k] if isinstance(h[k], (str, int)) or h[k] is None else
-           (ci_text(h[k]) if "mean" in h[k] else diff_text({k: h[k]}, k))] for k in h]
-  latency = timing.get("latency_bar")
-  verdict = "**met**" if b["f1"] and b["hallucination"] and latency else "**not met**"
-  text = (f"The bar: pager F1 not below the text buffer's (interval of the difference reaches 0: {b['f1']}), no "
-          f"more grounded hallucination (interval reaches 0 or below: {b['hallucination']}), at >= {BAR_SPEEDUP}x "
-          f"lower latency ({latency}; timing.json): {verdict}.")
-  return text + "\n\n" + report_lib.markdown_table(["headline", "value [95% CI]"], rows)
-
-
-def write(workdir: Path) -> Path:
-  config, rows, val, history, timing = load(workdir)
-  summary = summarize(config, rows, val, history, timing)
-  report_lib.write_json(workdir / "summary.json", summary)
-  ratio = latency_ratio(timing, config["eval"]["bootstrap"], config["seed"])
-  timing = {**timing, "latency_ratio": ratio, "latency_bar": latency_bar(ratio),
-            "cpu_ratio": latency_ratio(timing, config["eval"]["bootstrap"], config["seed"], "cpu_s")}
-  report_lib.write_json(workdir / "timing.json", timing)
-  systems = systems_in(rows)
-  main = [r for r in rows if not r["probe"]]
-  ok = [r for r in main if r.get("answerable", True)]
-  n = {"all": len(ok), **{t: sum(r["task_type"] == t for r in ok) for t in ("single_fact", "multi_hop")},
-       "full_context": sum(r["answers"].get("full_context") is not None for r in ok)}
-  images = [plot_training(history, workdir)]
-  rc = plot_risk_coverage(summary, workdir)
-  images += [rc] if rc else []
-  curve = report_lib.markdown_table(
-      ["step", "questions seen", "train loss", "val loss", "val F1", "lr"],
-      [[h["step"], h.get("questions", ""), "-" if h["train_loss"] is None else f"{h['train_loss']:.4f}",
-        f"{h['val_loss']:.4f}", f"{h['val_f1']:.4f}", f"{h['lr']:.3g}"] for h in history])
-  best = max(history, key=lambda h: (h["val_f1"], -h["step"]))
-  examples = report_lib.markdown_table(
-      ["type", "answerable", "question", "gold"] + [LABELS[s] for s in systems],
-      [[r["task_type"], r.get("answerable", True), r["question"], r["gold_answer"]]
-       + [str(r["answers"][s])[:80] for s in systems] for r in main[:8]])
-  pg = config["pager"]
-  arm = (f"`{pg['encoder']}` encoder"
-         + (f", {pg['slots_per_chunk']} slots per chunk" if pg["encoder"] != "pooled" else "")
-         + (f", started from `{pg['init']}`" if pg.get("init") else ""))
-  sections = [
-      ("What ran", f"Variant `{config.get('variant')}`: frozen LM `{config['model']['path']}`; the pager: {arm}. "
-                   f"{len(main)} test questions ({len(ok)} answerable: {n['single_fact']} single fact, "
-                   f"{n['multi_hop']} multi hop; {len(main) - len(ok)} unanswerable, gold answer "
-                   f"`{config['data']['abstain_answer']}`) plus {len(rows) - len(main)} consistency probes; pages of "
-                   f"{config['pages']['chunk_tokens']} tokens (overlap {config['pages']['chunk_overlap']}), layers "
-                   f"{tuple(config['pages']['hidden_layers'])}. Every system answers with max "
-                   f"{config['generation']['max_new_tokens']} new tokens, repetition penalty "
-                   f"{config['generation']['repetition_penalty']}, EOS and repeated-sentence truncation; abstention "
-                   "thresholds are chosen on validation. Differences are latent pager minus the other system, paired "
-                   f"bootstrap ({config['eval']['bootstrap']:,} resamples). The published figures are Qwen3-1.7B on "
-                   "NarrativeQA/HotpotQA: printed beside ours, not expected to match."),
-      targets_section(summary, timing),
-      ("Headline", headline_section(summary["headline"], summary["bar"], timing)),
-      *tables(summary, systems, n),
-      ("Abstention and risk-coverage", abstention_table(summary, systems)),
-      ("Latency", latency_section(timing)),
-      report_lib.claims_section(summary["claims"], "Intervals are paired bootstraps over test questions; the speed "
-                                "claim is graded in the latency section (timings stay out of summary.json). "
-                                + memory_note(summary["figures"])),
-      ("Training", f"Kept checkpoint: step {best['step']} (best validation F1 {best['val_f1']:.4f}); never chosen by "
-                   "validation loss.\n\n" + curve),
-      report_lib.plots_section(images),
-      ("Examples", examples),
-  ]
-  return report_lib.write_report(workdir, "Latent Pager Memory vs text buffer: published and ours", sections)

@@ -21,22 +21,34 @@ import json
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 
-from jaxlab.core import mesh as mesh_lib
-from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, repo_path,
-                                require, require_int, tuple_of)
-from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-from jaxlab.paging import (analysis, data, generation, pages, pager as pager_lib, pretrain, text_buffer, timing,
-                           train)
+from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
+                                require_int, tuple_of)
+from jaxlab.paging import (frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report, report as pager_report,
+                           rot, seeds)
 from jaxlab.paging.model import ENCODERS
+from jaxlab.paging.pipeline import DTYPES
 
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-MODES = ("compare", "pretrain", "frontier", "rot", "seeds")
+
+def _pretrain(config, workdir: Path):
+  setup = pipeline.Setup(config, workdir)
+  pretrain.run(config, workdir, setup.lm, setup.tokenizer, setup.store, setup.eos, setup.mesh)
+  return pretrain_report.write(workdir) if jax.process_index() == 0 else None
+
+
+# mode: (run(config, workdir), report(workdir)); each mode's module builds on `pipeline`.
+MODES = {
+    "compare": (pipeline.compare, pager_report.write),
+    "pretrain": (_pretrain, pretrain_report.write),
+    "frontier": (lambda config, workdir: frontier.run(config, workdir, pipeline.Setup(config, workdir)),
+                 frontier.report),
+    "rot": (rot.run, rot.report),
+    "seeds": (seeds.run, seeds.report),
+}
 
 
 def validate(config) -> None:
-  require(config, "mode", lambda v: v in MODES, f"one of {MODES}")
+  require(config, "mode", lambda v: v in MODES, f"one of {tuple(MODES)}")
   require_int(config, "seed", 0)
   require(config, "model.path", lambda v: isinstance(v, str) and v, "a checkpoint folder")
   require(config, "model.dtype", lambda v: v in DTYPES, f"one of {sorted(DTYPES)}")
@@ -129,160 +141,13 @@ def validate(config) -> None:
   del f, r, t
 
 
-def token_id(tokenizer, config, field: str) -> int:
-  token = config.model[field]
-  i = tokenizer.token_to_id(token)
-  if i is None:
-    raise ConfigError(f"model.{field}", f"{token!r} is not in {config.model.path}/tokenizer.json")
-  return i
-
-
-class Setup:
-  """What every mode loads: the mesh, the frozen LM, its tokenizer and the shared settings."""
-
-  def __init__(self, config, workdir: Path):
-    self.config, self.workdir = config, workdir
-    self.mesh = mesh_lib.training_mesh(config.mesh)
-    self.lm = checkpoint_io.load(repo_path(config.model.path), dtype=DTYPES[config.model.dtype], mesh=self.mesh)
-    self.tokenizer = tok_lib.load_tokenizer(repo_path(config.model.path))
-    self.eos, self.pad = token_id(self.tokenizer, config, "eos_token"), token_id(self.tokenizer, config, "pad_token")
-    self.settings = generation.settings_from(config, self.eos, self.pad)
-    self.abstain = generation.abstain_from(self.tokenizer, config.data.abstain_answer)
-    store_dir = repo_path(config.pages.store_dir) if config.pages.store_dir else workdir / "page_store"
-    self.store = pages.PageStore(store_dir, self.lm, self.tokenizer, pages.settings_from(config),
-                                 pages.model_fingerprint(repo_path(config.model.path)), self.pad)
-
-  def documents(self, config, documents: list[str], desc: str = "pages") -> pager_lib.Documents:
-    return pager_lib.Documents(config.pager.encoder, self.store, documents, desc=desc)
-
-  def text_buffer(self, records) -> text_buffer.TextBuffer:
-    c, t = self.config, self.config.text_buffer
-    extract = generation.Settings(t.extract_max_tokens, float(t.extract_repetition_penalty), self.eos, self.pad,
-                                  self.settings.truncate_repeats)
-    width = text_buffer.answer_width(self.tokenizer, c.prompts.answer, t.max_context_tokens, records)
-    return text_buffer.TextBuffer(self.lm, self.tokenizer, self.store, self.settings, extract, dict(c.prompts),
-                                  t.separator, t.max_context_tokens, c.eval.batch_size, width, self.abstain)
-
-
-def train_pager(setup: Setup, config, workdir: Path, splits: dict) -> dict:
-  """QA fine-tuning; {"graphdef", "params", "history", "docs": {split: Documents}, "max_pages", "q_width"}."""
-  c = config
-  docs_for = lambda desc: (lambda documents: setup.documents(c, documents, desc))
-  per_row = c.train.questions_per_row
-  tr = train.Split.of(splits["train"], docs_for("pages (train)"), setup.tokenizer, c.prompts.pager, setup.eos,
-                      per_row, c.data.abstain_answer)
-  va = train.Split.of(splits["validation"], docs_for("pages (validation)"), setup.tokenizer, c.prompts.pager,
-                      setup.eos, 1, c.data.abstain_answer)
-  every = [r for recs in splits.values() for r in recs]
-  max_pages = c.pages.max_pages or max(len(setup.store.chunks(d)) for d in {r["document"] for r in every})
-  q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, every)
-  init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init else None
-  graphdef, params, history = train.fit(c, workdir, setup.lm, setup.tokenizer, tr, va, max_pages=max_pages,
-                                        q_width=q_width, settings=setup.settings, pad_id=setup.pad, mesh=setup.mesh,
-                                        abstain=setup.abstain, init_params=init)
-  return {"graphdef": graphdef, "params": params, "history": history, "max_pages": max_pages, "q_width": q_width,
-          "validation_docs": va.docs}
-
-
-ALL_SYSTEMS = ("latent_pager", "text_buffer", "full_context")
-
-
-def answer_split(setup: Setup, config, trained: dict | None, records: list[dict], docs=None, tb=None,
-                 systems=ALL_SYSTEMS) -> dict:
-  """Each system's answers and confidences on `records`: {system: {"answers", "confidence"}}
-  (the full context only when `eval.full_context`)."""
-  c, out = config, {}
-  if "latent_pager" in systems:
-    docs = docs or setup.documents(c, [r["document"] for r in records])
-    answers, conf = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
-                                     list(range(len(records))), [r["question"] for r in records], c.prompts.pager,
-                                     max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
-                                     batch_size=c.eval.batch_size, abstain=setup.abstain,
-                                     confidence=c.eval.pager_confidence)
-    out["latent_pager"] = {"answers": answers, "confidence": None if conf is None else conf.tolist()}
-  tb = tb or setup.text_buffer(records)
-  if "text_buffer" in systems:
-    answers, conf = tb.answer(records)
-    out["text_buffer"] = {"answers": answers, "confidence": conf.tolist()}
-  if "full_context" in systems and c.eval.full_context:
-    # The frozen LM with the answer settings: the text buffer's answerer, on the whole document.
-    answers, conf = text_buffer.full_context(tb.answerer, setup.tokenizer, records, c.prompts.answer,
-                                             c.model.context_tokens, c.eval.batch_size, setup.abstain)
-    out["full_context"] = {"answers": answers, "confidence": conf}
-  return out
-
-
-def write_predictions(path: Path, records: list[dict], answered: dict) -> None:
-  with open(path, "w") as f:
-    for i, r in enumerate(records):
-      row = {k: r[k] for k in ("id", "document", "question", "gold_answer", "task_type")}
-      row.update(probe=bool(r.get("probe")), answerable=bool(r.get("answerable", True)),
-                 answers={s: a["answers"][i] for s, a in answered.items()},
-                 confidence={s: (None if a["confidence"] is None else a["confidence"][i]) for s, a in answered.items()})
-      f.write(json.dumps(row) + "\n")
-
-
-def compare(config, workdir: Path):
-  setup = Setup(config, workdir)
-  splits = data.load(config, workdir)
-  trained = train_pager(setup, config, workdir, splits)
-  val = answer_split(setup, config, trained, splits["validation"], docs=trained["validation_docs"])
-  test = splits["test"]
-  tb = setup.text_buffer(test)
-  answered = answer_split(setup, config, trained, test, tb=tb)
-  timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
-  measured = timing.measure(setup, config, trained, tb, timed)
-  if jax.process_index() != 0:
-    return None
-  write_predictions(workdir / "validation.jsonl", splits["validation"], val)
-  write_predictions(workdir / "predictions.jsonl", test, answered)
-  (workdir / "history.json").write_text(json.dumps(trained["history"], indent=1) + "\n")
-  (workdir / "timing.json").write_text(json.dumps({**measured, "documents_computed": setup.store.computed,
-                                                   "max_pages": trained["max_pages"]}, indent=1) + "\n")
-  return report(workdir)
-
-
 def run(config, workdir):
   workdir = Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  try:
-    return _run(config, workdir)
-  except train.Stopped as stop:
-    print(stop)
-    return None
-
-
-def _run(config, workdir: Path):
-  if config.mode == "compare":
-    return compare(config, workdir)
-  if config.mode == "pretrain":
-    from jaxlab.paging import pretrain_report
-    setup = Setup(config, workdir)
-    pretrain.run(config, workdir, setup.lm, setup.tokenizer, setup.store, setup.eos, setup.mesh)
-    return pretrain_report.write(workdir) if jax.process_index() == 0 else None
-  if config.mode == "frontier":
-    from jaxlab.paging import frontier
-    return frontier.run(config, workdir, Setup(config, workdir))
-  if config.mode == "seeds":
-    from jaxlab.paging import seeds
-    return seeds.run(config, workdir)
-  from jaxlab.paging import rot
-  return rot.run(config, workdir)
+  return MODES[config.mode][0](config, workdir)
 
 
 def report(workdir):
   workdir = Path(workdir)
   mode = json.loads((workdir / "config.json").read_text()).get("mode", "compare")
-  if mode == "pretrain":
-    from jaxlab.paging import pretrain_report
-    return pretrain_report.write(workdir)
-  if mode == "frontier":
-    from jaxlab.paging import frontier
-    return frontier.report(workdir)
-  if mode == "seeds":
-    from jaxlab.paging import seeds
-    return seeds.report(workdir)
-  if mode == "rot":
-    from jaxlab.paging import rot
-    return rot.report(workdir)
-  return analysis.write(workdir)
+  return MODES[mode][1](workdir)

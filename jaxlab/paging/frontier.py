@@ -34,7 +34,7 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.stats import describe, paired_bootstrap
-from jaxlab.paging import analysis, data, metrics, pretrain, pretrain_report, timing
+from jaxlab.paging import analysis, data, metrics, pipeline, pretrain, pretrain_report, timing
 
 ABSTAIN_FREE = ("f1", "hallucination_grounded")
 
@@ -108,7 +108,6 @@ def select(results: dict[str, dict]) -> dict:
 
 
 def run(config, workdir: Path, setup):
-  from jaxlab.paging import experiment  # the compare pieces (experiment imports this module lazily)
 
   workdir = Path(workdir)
   splits = data.load(config, workdir, num_train=config.frontier.num_train,
@@ -124,8 +123,8 @@ def run(config, workdir: Path, setup):
         pretrain.run(point_config(config, pt, "pretrain"), edir, setup.lm, setup.tokenizer, setup.store, setup.eos,
                      setup.mesh)
       c.pager.init = str(edir / "encoder")
-    trained[pt["name"]] = experiment.train_pager(setup, c, pdir, splits)
-    out = experiment.answer_split(setup, c, trained[pt["name"]], splits["validation"],
+    trained[pt["name"]] = pipeline.train_pager(setup, c, pdir, splits)
+    out = pipeline.answer_split(setup, c, trained[pt["name"]], splits["validation"],
                                   docs=trained[pt["name"]]["validation_docs"], systems=("latent_pager",))
     results[pt["name"]] = {"point": pt, "validation": validation_scores(
         [{**r, "answers": {"latent_pager": a}} for r, a in zip(splits["validation"], out["latent_pager"]["answers"])],
@@ -134,25 +133,25 @@ def run(config, workdir: Path, setup):
   # Test is read from here on, once per chosen point.
   test = [r for r in splits["test"] if not r.get("probe")]
   tb = setup.text_buffer(test)
-  answered = experiment.answer_split(setup, config, None, test, tb=tb, systems=("text_buffer", "full_context"))
-  val_text = experiment.answer_split(setup, config, None, splits["validation"], systems=("text_buffer",
+  answered = pipeline.answer_split(setup, config, None, test, tb=tb, systems=("text_buffer", "full_context"))
+  val_text = pipeline.answer_split(setup, config, None, splits["validation"], systems=("text_buffer",
                                                                                          "full_context"))
   timed = test[:config.eval.latency_questions]
   measured = {}
   for key, n in chosen["chosen"].items():
     pt = results[n]["point"]
     c = point_config(config, pt)
-    got = experiment.answer_split(setup, c, trained[n], test, systems=("latent_pager",))["latent_pager"]
+    got = pipeline.answer_split(setup, c, trained[n], test, systems=("latent_pager",))["latent_pager"]
     answered[n] = got
-    val_pager = experiment.answer_split(setup, c, trained[n], splits["validation"],
+    val_pager = pipeline.answer_split(setup, c, trained[n], splits["validation"],
                                         docs=trained[n]["validation_docs"], systems=("latent_pager",))["latent_pager"]
     val_text[n] = val_pager
     measured[n] = timing.measure(setup, c, trained[n], tb, timed, systems=("latent_pager",))["latent_pager"]
   measured.update(timing.measure(setup, config, None, tb, timed, systems=("text_buffer", "full_context")))
   if jax.process_index() != 0:
     return None
-  experiment.write_predictions(workdir / "predictions.jsonl", test, answered)
-  experiment.write_predictions(workdir / "validation.jsonl", splits["validation"], val_text)
+  pipeline.write_predictions(workdir / "predictions.jsonl", test, answered)
+  pipeline.write_predictions(workdir / "validation.jsonl", splits["validation"], val_text)
   (workdir / "points.json").write_text(json.dumps({"results": results, "selection": chosen}, indent=1) + "\n")
   (workdir / "timing.json").write_text(json.dumps(measured, indent=1) + "\n")
   return report(workdir)

@@ -1,10 +1,11 @@
-"""The pager's trainable model, one per `pager.encoder` (the `pooled`, `slots` and `icae` encoders): chunks ->
-pages -> soft tokens, plus the task markers of pretraining and the sufficiency head.
+"""The pager's trainable model, one per `pager.encoder` (the `pooled`, `slots`, `pointer` and `icae`
+encoders): chunks -> pages -> soft tokens, plus the task markers of pretraining and the sufficiency
+head.
 
 - `pooled` (the published design, the reproduction arm): the stored pooled states of each chunk
   (one vector per chosen layer) -> `modules.Pager` (PageCompressor, then a PageAggregator with
-  `num_soft_tokens` learned queries). Built first from `nnx.Rngs(seed)`, exactly as before, so the
-  arm's initialisation and results do not change.
+  `num_soft_tokens` learned queries), built first from `nnx.Rngs(seed)`, before any other part
+  draws, so the arm's initialisation depends on the seed alone.
 - `slots`: every token state of the chosen layers -> `encoders.SlotEncoder` -> `slots_per_chunk`
   pages per chunk, in the LM's embedding space.
 - `pointer`: `slots` plus a pointer into the chunk: each page is the pointer-weighted mixture of
@@ -45,8 +46,8 @@ ENCODERS = ("pooled", "slots", "pointer", "icae")
 
 
 def training_seed(config) -> int:
-  """The pager's training seed: `train.seed`, or the run's `seed` when it is -1 (the default, so a
-  config without its own training seed trains exactly as before)."""
+  """The pager's training seed: `train.seed`, or the run's `seed` when it is -1 (the default: one
+  seed then fixes the data and the training)."""
   s = config.train.get("seed", -1)
   return config.seed if s < 0 else s
 

@@ -28,7 +28,7 @@ import numpy as np
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import to_dict
 from jaxlab.core.stats import describe, nested_bootstrap
-from jaxlab.paging import analysis
+from jaxlab.paging import analysis, pipeline, report as pager_report
 
 PARTS = (("f1", "F1, answerable questions"), ("hallucination_grounded", "grounded hallucination, every question"))
 
@@ -51,7 +51,6 @@ def seed_dir(workdir: Path, seed: int) -> Path:
 
 
 def run(config, workdir: Path):
-  from jaxlab.paging import experiment  # the compare run (experiment imports this module lazily)
 
   for s in config.seeds.train_seeds:
     sub = seed_dir(workdir, s)
@@ -60,7 +59,7 @@ def run(config, workdir: Path):
     if jax.process_index() == 0:
       (sub / "config.json").write_text(json.dumps(to_dict(c), indent=1) + "\n")
     if not (sub / "summary.json").is_file():
-      experiment.compare(c, sub)
+      pipeline.compare(c, sub)
   return report(workdir) if jax.process_index() == 0 else None
 
 
@@ -185,7 +184,7 @@ def report(workdir) -> Path:
                    "and the text buffer are the same in every run, and every run answered the same test questions; "
                    "the text buffer's answers are identical across seeds). Each run is in `seeds/seed_<s>/` with its "
                    "own report."),
-      analysis.targets_section(summary, timing["over_seeds"]),
+      pager_report.targets_section(summary, timing["over_seeds"]),
       ("The bar per seed and over seeds",
        f"Over seeds: F1 part {o['f1']}, hallucination part {o['hallucination']}, latency part {ot['latency_bar']} "
        f"(>= {analysis.BAR_SPEEDUP}x): **{'met' if met else 'not met'}**. Per seed, the parts hold in "

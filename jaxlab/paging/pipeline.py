@@ -1,0 +1,135 @@
+"""What every latent-pager mode is built from: `Setup` (the mesh, the frozen LM, its tokenizer, the
+page store and the shared generation settings), the pager's QA fine-tuning (`train_pager`), every
+system's answers on a split (`answer_split`), the predictions file, and `compare`, the mode the
+others repeat (`seeds`), sweep (`frontier`) or read back (`rot`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from jaxlab.core import mesh as mesh_lib
+from jaxlab.core.config import ConfigError, repo_path
+from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
+from jaxlab.paging import (data, generation, pages, pager as pager_lib, pretrain, report as pager_report, text_buffer,
+                           timing, train)
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def token_id(tokenizer, config, field: str) -> int:
+  token = config.model[field]
+  i = tokenizer.token_to_id(token)
+  if i is None:
+    raise ConfigError(f"model.{field}", f"{token!r} is not in {config.model.path}/tokenizer.json")
+  return i
+
+
+class Setup:
+  """What every mode loads: the mesh, the frozen LM, its tokenizer and the shared settings."""
+
+  def __init__(self, config, workdir: Path):
+    self.config, self.workdir = config, workdir
+    self.mesh = mesh_lib.training_mesh(config.mesh)
+    self.lm = checkpoint_io.load(repo_path(config.model.path), dtype=DTYPES[config.model.dtype], mesh=self.mesh)
+    self.tokenizer = tok_lib.load_tokenizer(repo_path(config.model.path))
+    self.eos, self.pad = token_id(self.tokenizer, config, "eos_token"), token_id(self.tokenizer, config, "pad_token")
+    self.settings = generation.settings_from(config, self.eos, self.pad)
+    self.abstain = generation.abstain_from(self.tokenizer, config.data.abstain_answer)
+    store_dir = repo_path(config.pages.store_dir) if config.pages.store_dir else workdir / "page_store"
+    self.store = pages.PageStore(store_dir, self.lm, self.tokenizer, pages.settings_from(config),
+                                 pages.model_fingerprint(repo_path(config.model.path)), self.pad)
+
+  def documents(self, config, documents: list[str], desc: str = "pages") -> pager_lib.Documents:
+    return pager_lib.Documents(config.pager.encoder, self.store, documents, desc=desc)
+
+  def text_buffer(self, records) -> text_buffer.TextBuffer:
+    c, t = self.config, self.config.text_buffer
+    extract = generation.Settings(t.extract_max_tokens, float(t.extract_repetition_penalty), self.eos, self.pad,
+                                  self.settings.truncate_repeats)
+    width = text_buffer.answer_width(self.tokenizer, c.prompts.answer, t.max_context_tokens, records)
+    return text_buffer.TextBuffer(self.lm, self.tokenizer, self.store, self.settings, extract, dict(c.prompts),
+                                  t.separator, t.max_context_tokens, c.eval.batch_size, width, self.abstain)
+
+
+def train_pager(setup: Setup, config, workdir: Path, splits: dict) -> dict:
+  """QA fine-tuning; {"graphdef", "params", "history", "docs": {split: Documents}, "max_pages", "q_width"}."""
+  c = config
+  docs_for = lambda desc: (lambda documents: setup.documents(c, documents, desc))
+  per_row = c.train.questions_per_row
+  tr = train.Split.of(splits["train"], docs_for("pages (train)"), setup.tokenizer, c.prompts.pager, setup.eos,
+                      per_row, c.data.abstain_answer)
+  va = train.Split.of(splits["validation"], docs_for("pages (validation)"), setup.tokenizer, c.prompts.pager,
+                      setup.eos, 1, c.data.abstain_answer)
+  every = [r for recs in splits.values() for r in recs]
+  max_pages = c.pages.max_pages or max(len(setup.store.chunks(d)) for d in {r["document"] for r in every})
+  q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, every)
+  init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init else None
+  graphdef, params, history = train.fit(c, workdir, setup.lm, setup.tokenizer, tr, va, max_pages=max_pages,
+                                        q_width=q_width, settings=setup.settings, pad_id=setup.pad, mesh=setup.mesh,
+                                        abstain=setup.abstain, init_params=init)
+  return {"graphdef": graphdef, "params": params, "history": history, "max_pages": max_pages, "q_width": q_width,
+          "validation_docs": va.docs}
+
+
+ALL_SYSTEMS = ("latent_pager", "text_buffer", "full_context")
+
+
+def answer_split(setup: Setup, config, trained: dict | None, records: list[dict], docs=None, tb=None,
+                 systems=ALL_SYSTEMS) -> dict:
+  """Each system's answers and confidences on `records`: {system: {"answers", "confidence"}}
+  (the full context only when `eval.full_context`)."""
+  c, out = config, {}
+  if "latent_pager" in systems:
+    docs = docs or setup.documents(c, [r["document"] for r in records])
+    answers, conf = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
+                                     list(range(len(records))), [r["question"] for r in records], c.prompts.pager,
+                                     max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
+                                     batch_size=c.eval.batch_size, abstain=setup.abstain,
+                                     confidence=c.eval.pager_confidence)
+    out["latent_pager"] = {"answers": answers, "confidence": None if conf is None else conf.tolist()}
+  tb = tb or setup.text_buffer(records)
+  if "text_buffer" in systems:
+    answers, conf = tb.answer(records)
+    out["text_buffer"] = {"answers": answers, "confidence": conf.tolist()}
+  if "full_context" in systems and c.eval.full_context:
+    # The frozen LM with the answer settings: the text buffer's answerer, on the whole document.
+    answers, conf = text_buffer.full_context(tb.answerer, setup.tokenizer, records, c.prompts.answer,
+                                             c.model.context_tokens, c.eval.batch_size, setup.abstain)
+    out["full_context"] = {"answers": answers, "confidence": conf}
+  return out
+
+
+def write_predictions(path: Path, records: list[dict], answered: dict) -> None:
+  with open(path, "w") as f:
+    for i, r in enumerate(records):
+      row = {k: r[k] for k in ("id", "document", "question", "gold_answer", "task_type")}
+      row.update(probe=bool(r.get("probe")), answerable=bool(r.get("answerable", True)),
+                 answers={s: a["answers"][i] for s, a in answered.items()},
+                 confidence={s: (None if a["confidence"] is None else a["confidence"][i]) for s, a in answered.items()})
+      f.write(json.dumps(row) + "\n")
+
+
+def compare(config, workdir: Path):
+  """The `compare` mode: fine-tune the pager, answer validation and test with every system, time a
+  subset, write the predictions and the report."""
+  setup = Setup(config, workdir)
+  splits = data.load(config, workdir)
+  trained = train_pager(setup, config, workdir, splits)
+  val = answer_split(setup, config, trained, splits["validation"], docs=trained["validation_docs"])
+  test = splits["test"]
+  tb = setup.text_buffer(test)
+  answered = answer_split(setup, config, trained, test, tb=tb)
+  timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
+  measured = timing.measure(setup, config, trained, tb, timed)
+  if jax.process_index() != 0:
+    return None
+  write_predictions(workdir / "validation.jsonl", splits["validation"], val)
+  write_predictions(workdir / "predictions.jsonl", test, answered)
+  (workdir / "history.json").write_text(json.dumps(trained["history"], indent=1) + "\n")
+  (workdir / "timing.json").write_text(json.dumps({**measured, "documents_computed": setup.store.computed,
+                                                   "max_pages": trained["max_pages"]}, indent=1) + "\n")
+  return pager_report.write(workdir)
