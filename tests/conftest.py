@@ -26,7 +26,7 @@ os.chdir(ROOT)  # config paths in tests and docs are relative to the repository 
 # The files that take longest (minutes each, mostly compilation) start first, so that with
 # `-n 2 --dist loadfile` the two workers finish together instead of one waiting on the last long file.
 LONGEST_FIRST = ("test_paging_frontier.py", "test_developmental_mjx.py", "test_latent_pager.py", "test_lm_sharding.py",
-                 "test_benchmarks.py", "test_physics.py", "test_evolution.py", "test_org_forms.py")
+                 "test_benchmarks.py", "test_verify.py", "test_physics.py", "test_evolution.py", "test_org_forms.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -14,7 +14,7 @@ import shutil
 import numpy as np
 import pytest
 
-from jaxlab.core import receipts, train
+from jaxlab.core import checkpoint, receipts
 from launch import main as launch
 
 RECEIPT = receipts.folder("hidden_gems", "smoke")
@@ -146,6 +146,9 @@ def test_report_verdicts_are_read_from_its_tables():
           "| c | 2 | does not hold |\n\nprose | not a table\n\n| target | met |\n|---|---|\n| probes | no |\n")
   assert receipts.report_verdicts(text) == {"claim | a beats b": "holds", "claim | c": "does not hold",
                                             "target | probes": "no"}
+  timed = text + "| latency | 2.4x (timing.json) | no |\n"
+  assert receipts.report_verdicts(timed)["target | latency"] == "no"
+  assert "target | latency" not in receipts.report_verdicts(timed, timed=False)
 
 
 def test_a_receipt_folder_is_refused(capsys):
@@ -174,8 +177,16 @@ def test_the_isa_cap_is_part_of_the_machine_kind(monkeypatch):
   assert receipts.machine()["xla_cpu_max_isa"] == "AVX2"
 
 
+# Receipts made before receipts recorded their provenance, and not yet remade (a remade receipt
+# leaves this list; `jaxlab receipts` shows them as having no commit).
+NOT_YET_REMADE = {("latent_pager", "frontier")}
+
+
 def test_every_receipt_names_its_commit_and_provenance():
-  for experiment, variant in receipts.find():
+  for experiment, variant in NOT_YET_REMADE:   # the list holds exactly the receipts still without provenance
+    meta = json.loads((receipts.folder(experiment, variant) / "receipt.json").read_text())
+    assert not meta.get("provenance"), f"{experiment}/{variant} was remade: take it off NOT_YET_REMADE"
+  for experiment, variant in sorted(set(receipts.find()) - NOT_YET_REMADE):
     made = json.loads((receipts.folder(experiment, variant) / "receipt.json").read_text()).get("provenance", {})
     assert isinstance(made.get("commit"), str) and len(made["commit"]) == 40, (experiment, variant)
     assert made.get("versions", {}).get("jax"), (experiment, variant)
@@ -251,7 +262,7 @@ def test_a_workdir_with_another_experiments_run_is_refused_in_one_line(copy, cap
 
 
 def test_checkpoints_of_another_sweep_are_refused_in_one_line(tmp_path, capsys):
-  with train.Checkpoints(tmp_path / "checkpoints", "another-sweep") as other:
+  with checkpoint.Checkpoints(tmp_path / "checkpoints", "another-sweep") as other:
     other.save(0, {"x": np.zeros(3)}, chunk=1)
   assert launch.main(["run", "configs/hidden_gems.py:smoke", "--workdir", str(tmp_path)]) == 2
   err = capsys.readouterr().err.strip()
@@ -259,7 +270,7 @@ def test_checkpoints_of_another_sweep_are_refused_in_one_line(tmp_path, capsys):
 
 
 def test_a_changed_config_on_a_workdirs_checkpoints_is_refused_and_config_json_kept(copy, capsys):
-  with train.Checkpoints(copy / "checkpoints", "the-first-run") as first:
+  with checkpoint.Checkpoints(copy / "checkpoints", "the-first-run") as first:
     first.save(0, {"x": np.zeros(3)}, chunk=1)
   before = (copy / "config.json").read_text()
   assert launch.main(["run", "configs/hidden_gems.py:smoke", "--workdir", str(copy), "--config.seeds=4"]) == 2

@@ -25,7 +25,8 @@ Two modes of matching figures:
 In every mode these must agree, or verify fails naming the row: the config; every claim's verdict
 (and its Holm column); every stated outcome (the `bar`, the `targets`); every headline figure
 that has an interval lies inside the receipt's interval; every timing figure with an interval
-(timing.json) lies inside the receipt's; the verdicts report.md states in its tables.
+(timing.json) lies inside the receipt's; the verdicts report.md states in its tables (those
+judged on wall-clock time, rows that cite timing.json, only where the receipt keeps its timing).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jaxlab import experiments
 from jaxlab.core import config as config_lib
 from jaxlab.core import report
 
@@ -442,9 +444,10 @@ def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool
   return checks
 
 
-def report_verdicts(text: str) -> dict:
+def report_verdicts(text: str, timed: bool = True) -> dict:
   """{table heading column | first cell: the row's verdict cells} of report.md's tables whose
-  header has a verdict or outcome column."""
+  header has a verdict or outcome column. A row that cites timing.json is judged on wall-clock
+  time: kept only when `timed` (the receipt keeps its timing to judge it by)."""
   out, lines, i = {}, text.splitlines(), 0
   while i < len(lines):
     if not lines[i].startswith("|"):
@@ -457,14 +460,16 @@ def report_verdicts(text: str) -> dict:
     header = [h.lower() for h in table[0]]
     cols = [j for j, h in enumerate(header) if h in VERDICT_COLUMNS]
     for row in table[2:] if cols else ():
+      if not timed and any(TIMING in cell for cell in row):
+        continue
       key = f"{table[0][0]} | {row[0]}"
       value = " / ".join(row[j] for j in cols if j < len(row))
       out[key] = value if key not in out else out[key] + " ; " + value
   return out
 
 
-def _compare_report(receipt_text: str, run_text: str, bitwise: bool) -> list[Check]:
-  a, b = report_verdicts(receipt_text), report_verdicts(run_text)
+def _compare_report(receipt_text: str, run_text: str, bitwise: bool, timed: bool) -> list[Check]:
+  a, b = report_verdicts(receipt_text, timed), report_verdicts(run_text, timed)
   checks = [Check("report", k, a.get(k), b.get(k), a.get(k) == b.get(k),
                   "" if a.get(k) == b.get(k) else "report.md states another verdict")
             for k in sorted(set(a) | set(b))]
@@ -543,7 +548,7 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
       checks.append(Check("timing", TIMING, "present", None, False, "the run wrote no timing.json"))
   if (where / "report.md").is_file() and (workdir / "report.md").is_file():
     checks += _compare_report((where / "report.md").read_text(), (workdir / "report.md").read_text(),
-                              match == "bitwise" and not (workdir / TIMING).is_file())
+                              match == "bitwise" and not (workdir / TIMING).is_file(), (where / TIMING).is_file())
   if match == "bitwise":
     checks += _compare_rest(receipt, summary)
   return verification
@@ -554,8 +559,6 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
 def code_paths(experiment: str) -> list[str]:
   """The files an experiment's results depend on, relative to the repository: its package, the
   jaxlab packages that package imports (core included), and its config file."""
-  from jaxlab import experiments
-
   module = importlib.import_module(experiments.EXPERIMENTS[experiment])
   package = Path(module.__file__).parent
   families = set()
