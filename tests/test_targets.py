@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxlab.core import report
 from jaxlab.developmental import analysis as dev
-from jaxlab.paging import analysis as pager, report as pager_report
+from jaxlab.paging import analysis as pager, reporting as pager_report
 from jaxlab.paging import seeds
 
 

@@ -1,5 +1,5 @@
 """summary.json of a latent-pager comparison (latent-pager.md; abstention and sufficiency, the
-headline, the bar, the claims); `report.py` writes report.md from it, `plots.py` the plots.
+headline, the bar, the claims); `reporting.py` writes report.md from it, `plots.py` the plots.
 
 Systems: the latent pager, the text buffer and, where the document fits the LM's window, the
 full-context reference. Each answered every validation and test question and gave a confidence

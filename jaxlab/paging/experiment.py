@@ -24,8 +24,8 @@ import jax
 
 from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
                                 require_int, tuple_of)
-from jaxlab.paging import (frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report, report as pager_report,
-                           rot, seeds)
+from jaxlab.paging import (frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
+                           reporting as pager_report, rot, seeds)
 from jaxlab.paging.model import ENCODERS
 from jaxlab.paging.pipeline import DTYPES
 

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 from jaxlab.core import mesh as mesh_lib
 from jaxlab.core.config import ConfigError, repo_path
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-from jaxlab.paging import (data, generation, pages, pager as pager_lib, pretrain, report as pager_report, text_buffer,
-                           timing, train)
+from jaxlab.paging import (data, generation, pages, pager as pager_lib, pretrain, reporting as pager_report,
+                           text_buffer, timing, train)
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 

@@ -28,7 +28,7 @@ import numpy as np
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import to_dict
 from jaxlab.core.stats import describe, nested_bootstrap
-from jaxlab.paging import analysis, pipeline, report as pager_report
+from jaxlab.paging import analysis, pipeline, reporting as pager_report
 
 PARTS = (("f1", "F1, answerable questions"), ("hallucination_grounded", "grounded hallucination, every question"))
 
