@@ -4,7 +4,7 @@ run(config, workdir):
   1. scenes nobody trains on, recorded on MuJoCo's C engine: one random-action episode per stage
      for calibrating the units of state changes, another for held-out evaluation (evaluation.py);
   2. play: every regime x seed on the same environment-step budget, in chunks of episodes, each
-     chunk checkpointed (jaxlab.core.train.Checkpoints: the learner state and the logs by name,
+     chunk checkpointed (jaxlab.core.checkpoint.Checkpoints: the learner state and the logs by name,
      the fingerprint and the episodes done as metadata); the C backend's host loop (play.py) or
      the MJX backend's fused program (fused.py) plays a chunk;
   3. the violation-of-expectation probes on the final world models;

@@ -30,7 +30,7 @@ def trained_pager(pager_config, setup, pager_workdir: Path) -> dict:
   graphdef, params = nnx.split(pager_lib.build(pager_config, setup.lm))
   # Restored where training kept it: replicated over the mesh, beside the frozen LM's state.
   params = jax.device_put(params, jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec()))
-  fingerprint = train_lib.fingerprint({k: to_dict(pager_config)[k] for k in train.FINGERPRINT_FIELDS
+  fingerprint = checkpoint.fingerprint({k: to_dict(pager_config)[k] for k in train.FINGERPRINT_FIELDS
                                        if k in pager_config})
   with checkpoint.Checkpoints(pager_workdir / "checkpoints", fingerprint, best=train_lib.BEST) as ckpt:
     if ckpt.latest_step() is None:
