@@ -82,7 +82,9 @@ def test_smoke_end_to_end(config, smoke_dir):
 
 @pytest.mark.float_sensitive
 def test_smoke_matches_its_receipt(smoke_dir):
-  result = receipts.verify(smoke_dir)
+  # The tests' 8 forced devices lay the learners out otherwise than the receipt's one device, which
+  # moves last bits: within seed error here; bitwise on one device in tests/test_verify.py.
+  result = receipts.verify(smoke_dir, match="seed")
   assert result.ok, result.table()
   assert {t["target"] for t in json.loads((smoke_dir / "summary.json").read_text())["targets"]}
   assert "## Targets" in (smoke_dir / "report.md").read_text()

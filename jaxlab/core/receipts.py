@@ -25,7 +25,8 @@ Two modes of matching figures:
 In every mode these must agree, or verify fails naming the row: the config; every claim's verdict
 (and its Holm column); every stated outcome (the `bar`, the `targets`); every headline figure
 that has an interval lies inside the receipt's interval; every timing figure with an interval
-(timing.json) lies inside the receipt's; the verdicts report.md states in its tables (those
+(timing.json) has an interval that meets the receipt's (wall-clock time varies from run to run
+beyond one run's interval over its timed questions); the verdicts report.md states in its tables (those
 judged on wall-clock time, rows that cite timing.json, only where the receipt keeps its timing).
 """
 
@@ -98,6 +99,12 @@ def cpu_isa() -> list[str]:
   return found
 
 
+def cpu_threads() -> int:
+  """The size of XLA's CPU thread pool: NPROC, or the core count (a trained model's last bits can
+  depend on it, through how a large reduction is split over the threads)."""
+  return int(os.environ.get("NPROC") or os.cpu_count() or 1)
+
+
 def machine() -> dict:
   """The machine kind a deterministic run reproduces bitwise on."""
   import jax
@@ -144,7 +151,7 @@ def provenance(argv=None) -> dict:
           "versions": {name: _version(name) for name in VERSIONS},
           "python": platform.python_version(), "device": f"{device.platform}: {device.device_kind}",
           "devices": jax.device_count(), "processes": jax.process_count(), "cpu": _cpu_model(),
-          "cpu_isa": cpu_isa(), "xla_cpu_max_isa": max_isa(),
+          "cpu_isa": cpu_isa(), "xla_cpu_max_isa": max_isa(), "cpu_threads": cpu_threads(),
           "command": " ".join(["jaxlab", *(sys.argv[1:] if argv is None else argv)])}
 
 
@@ -266,6 +273,7 @@ def _provenance_rows(p: dict | None) -> dict:
           "device": f"{p.get('device')} x{p.get('devices')}, {p.get('processes')} process(es)",
           "cpu": p.get("cpu"), "XLA's instruction set": " ".join(p.get("cpu_isa") or []) +
           (f" (capped at {p['xla_cpu_max_isa']})" if p.get("xla_cpu_max_isa") else ""),
+          "CPU threads": p.get("cpu_threads", "not recorded"),
           "command": p.get("command")}
   rows.update({name: version for name, version in (p.get("versions") or {}).items()})
   return rows
@@ -411,12 +419,19 @@ def _has_interval(entry) -> bool:
       all(_is_number(x) for x in entry["ci"])
 
 
-def _in_interval(kind: str, name: str, a: dict, b) -> Check:
-  """The run's point estimate must lie in the receipt's interval."""
+def _in_interval(kind: str, name: str, a: dict, b, overlap: bool = False) -> Check:
+  """The run's point estimate must lie in the receipt's interval; with `overlap` (timings: each
+  run's interval holds only its own timed questions' noise, not the machine's from run to run),
+  the run's interval must meet the receipt's."""
   x = _point(b) if isinstance(b, dict) else None
   if x is None or not _is_number(x):
     return Check(kind, name, a, b, False, "the run has no figure here")
   lo, hi = (_number(v) for v in a["ci"])
+  if overlap and _has_interval(b):
+    blo, bhi = (_number(v) for v in b["ci"])
+    ok = blo <= hi and lo <= bhi
+    return Check(kind, name, f"{_point(a):.4g} [{lo:.4g}, {hi:.4g}]", f"{x:.4g} [{blo:.4g}, {bhi:.4g}]", ok,
+                 "" if ok else "its interval misses the receipt's")
   inside = lo <= x <= hi
   return Check(kind, name, f"{_point(a):.4g} [{lo:.4g}, {hi:.4g}]", f"{x:.4g}", inside,
                "" if inside else "outside the receipt's interval")
@@ -430,15 +445,20 @@ def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool
   checks = []
   for name in sorted(set(a) | set(b)):
     x, y = a.get(name), b.get(name)
-    if _has_interval(x):
-      checks.append(_in_interval(kind, name, x, y))
+    if _has_interval(x) and _point(x) is not None:
+      checks.append(_in_interval(kind, name, x, y, overlap=kind == "timing"))
     elif only_intervals:
       continue
     elif isinstance(x, dict) and isinstance(y, dict) and "sd" in x:
       checks.append(Check(kind, name, x, y, *_within_seed_error(x, y)))
-    elif isinstance(x, dict) and isinstance(y, dict):
-      ok, why = _same_or_unchecked(_point(x), _point(y)) if _point(x) is not None else _same_or_unchecked(x, y)
-      checks.append(Check(kind, name, x, y, ok, why))
+    elif isinstance(x, dict) and isinstance(y, dict) and _point(x) is not None:
+      checks.append(Check(kind, name, x, y, *_same_or_unchecked(_point(x), _point(y))))
+    elif isinstance(x, dict) and isinstance(y, dict):   # e.g. {"steps", "reached", "ci"}: leaf by leaf
+      fx, fy = _flat(x), _flat(y)
+      results = [_same_or_unchecked(fx.get(k), fy.get(k)) for k in sorted(set(fx) | set(fy))]
+      bad = [why for ok, why in results if ok is False]
+      ok = False if bad else (None if any(ok is None for ok, _ in results) else True)
+      checks.append(Check(kind, name, x, y, ok, bad[0] if bad else ("" if ok else "no spread to judge by")))
     else:
       checks.append(Check(kind, name, x, y, *_same_or_unchecked(x, y)))
   return checks
