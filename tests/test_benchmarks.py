@@ -50,6 +50,7 @@ def org():
   return k, rows, worlds, at, jax.device_get(figures)
 
 
+@pytest.mark.float_sensitive
 def test_org_forms_batched_numpy_equals_the_jitted_model(org):
   k, rows, worlds, at, ours = org
   theirs = org_np.simulate_batch(at(worlds), at(rows), k)
@@ -75,6 +76,7 @@ def test_org_forms_numpy_worlds_follow_the_model_distribution(org):
 
 # --- hidden gems -----------------------------------------------------------------------------
 
+@pytest.mark.float_sensitive
 def test_hidden_gems_batched_numpy_equals_the_jitted_model():
   k = gems_experiment.constants(config_lib.load("configs/hidden_gems.py:smoke", validate=gems_experiment.validate))
   rows = {"seed": np.arange(12, dtype=np.int32), "rho": np.tile(np.array([0.0, 0.4, 1.0], np.float32), 4)}
@@ -91,6 +93,7 @@ def test_hidden_gems_batched_numpy_equals_the_jitted_model():
 
 # --- proactive memory ------------------------------------------------------------------------
 
+@pytest.mark.float_sensitive
 def test_proactive_memory_batched_numpy_equals_the_jitted_model():
   config = config_lib.load("configs/proactive_memory.py:smoke", validate=memory_experiment.validate)
   k = memory_experiment.constants(config)
@@ -152,6 +155,7 @@ def evolution():
   return config, k, rows, JaxDraws(rows, k)
 
 
+@pytest.mark.float_sensitive
 def test_harness_vs_brain_batched_fitness_equals_the_jitted_model(evolution):
   config, k, rows, draws = evolution
   tasks = hvb.draw_tasks(draws.tasks(), k.world)
@@ -174,6 +178,7 @@ def test_harness_vs_brain_batched_fitness_equals_the_jitted_model(evolution):
     np.testing.assert_allclose(theirs[name], np.asarray(ours[name]), rtol=0, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.float_sensitive
 def test_harness_vs_brain_batched_ga_follows_the_jitted_sweep(evolution):
   """Fed the sweep's own random numbers, the NumPy GA retraces its first generations (after a few,
   last-bit differences in the Gaussian steps can reorder near-equal fitnesses and the runs part)."""

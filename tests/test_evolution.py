@@ -126,6 +126,7 @@ def test_outside_strategy_and_evosax_run_by_name_in_one_sweep(library):
       h["elite_fitness"][rs, -1] - h["elite_fitness"][rs, 0]).mean()
 
 
+@pytest.mark.float_sensitive
 def test_outside_strategy_beside_coevolution_is_bitwise_equal_on_1_and_8_devices(library, tmp_path):
   # The random search of the 8-device sweep (beside coevolution, SimpleGA and CMA-ES), alone on one
   # device: every row's results are the same bits (coevolution's are checked in test_harness_vs_brain).

@@ -227,6 +227,7 @@ def test_rerun_resumes_and_matches(smoke):
   np.testing.assert_array_equal(np.load(smoke / "runs.npz")["results/delta"], before)
 
 
+@pytest.mark.float_sensitive
 def test_sharded_equals_unsharded(smoke):
   config, table, eight = results.load(smoke)
   rows = {k: table[k] for k in ("seed", "rho")}
@@ -237,6 +238,7 @@ def test_sharded_equals_unsharded(smoke):
     np.testing.assert_array_equal(single[name], eight[name], err_msg=name)
 
 
+@pytest.mark.float_sensitive
 def test_jax_model_equals_numpy_reference(smoke):
   config, table, ours = results.load(smoke)
   k = experiment.constants(config)

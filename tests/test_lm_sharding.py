@@ -63,6 +63,7 @@ def one_device(inputs):
   return model, forward(model, *inputs, hidden_layers=(1,))
 
 
+@pytest.mark.float_sensitive
 @pytest.mark.parametrize("shape", MESHES, ids=lambda s: "x".join(map(str, s)))
 def test_sharded_logits_equal_one_device_and_params_follow_the_rules(shape, inputs, one_device):
   mesh = _mesh(shape)

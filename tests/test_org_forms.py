@@ -83,6 +83,7 @@ def test_history_invariants(sample):
   assert np.all(h["y"] > 0) and np.all(np.isfinite(h["y_net"]))
 
 
+@pytest.mark.float_sensitive
 def test_jax_model_equals_numpy_reference(sample):
   k, rows, worlds, hist = sample
   ours = jax.vmap(lambda h: model.figures(h, k))(hist)
@@ -145,6 +146,7 @@ def test_shares_the_report_cannot_read_are_a_config_error():
                     validate=experiment.validate)
 
 
+@pytest.mark.float_sensitive
 def test_sharded_equals_unsharded(smoke_run, config, table):
   rows = {k: v[: config.chunk_size] for k, v in grid.model_inputs(table).items()}
   one_device = jax.sharding.Mesh(np.array(jax.devices()[:1]), (mesh.AXIS,))
