@@ -39,7 +39,7 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.stats import bootstrap_claim, describe, paired_bootstrap
-from jaxlab.paging import metrics, published, selective
+from jaxlab.paging import encoders, metrics, published, selective
 
 SYSTEMS = ("text_buffer", "latent_pager", "full_context")
 LABELS = {"text_buffer": "text buffer", "latent_pager": "latent pager", "full_context": "full context"}
@@ -222,7 +222,7 @@ def headline(config, summary, sc, answerable, resamples, seed) -> dict:
   every = np.ones_like(answerable)
   return {
       "pager_encoder": p["encoder"],
-      "slots_per_chunk": p["slots_per_chunk"] if p["encoder"] != "pooled" else None,
+      "slots_per_chunk": None if encoders.get(p["encoder"]).stored_states else p["slots_per_chunk"],
       "pager_f1": pick("latent_pager", "f1", answerable),
       "text_buffer_f1": pick("text_buffer", "f1", answerable),
       "pager_minus_text_buffer_f1": iv.get("all/f1/latent_pager-text_buffer"),

@@ -1,4 +1,5 @@
-"""Page encoders that keep several slots per chunk: `slots` and `icae`.
+"""Page encoders that keep several slots per chunk (`slots`, `pointer`, `icae`), and the registry
+of every encoder (`Kind`, `register`, `get`; the published `pooled` design included).
 
 `SlotEncoder`: a per-chunk cross-attention compressor. The frozen LM reads a chunk once; the
 hidden states of the chosen layers at **every** token (not one pooled vector) are concatenated per
@@ -24,6 +25,9 @@ Compression ratio = chunk tokens / pages per chunk (96 / 16 = 6x on `cpu`).
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -110,3 +114,56 @@ class IcaeEncoder(nnx.Module):
     pages = h[:, c:].astype(jnp.float32)
     pages = pages * jax.lax.rsqrt(jnp.mean(pages * pages, axis=-1, keepdims=True) + 1e-6) * self.scale[...]
     return pages.reshape(b, p, m, d)
+
+
+# --- the registry: each encoder as the pipeline sees it ---------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+  """One page encoder, as every part of the pipeline reads it (the model, the page inputs, the
+  timing, pretraining's checks and the frontier's sweep): a new encoder is one `register` call."""
+  name: str
+  build: Callable | None         # (config, lm, d_lm, embed_rms, rngs) -> the per-chunk encoder module
+  stored_states: bool = False    # reads the LM's pooled chunk states from the page store (the published
+                                 # `pooled`, whose whole pager `modules.Pager` is); else the chunks' token ids
+  runs_lm: bool = False          # runs the frozen LM on the chunk itself (gets no hidden states)
+  reads_embeds: bool = False     # also gets the chunk tokens' input embeddings
+  fields: tuple = ()             # config fields that fix a pretrained encoder's meaning (checked on load)
+  frontier_counts: str | None = None   # the frontier's field of pages-per-chunk values to sweep
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> None:
+  if kind.name in KINDS:
+    raise ValueError(f"page encoder {kind.name!r} is already registered")
+  KINDS[kind.name] = kind
+
+
+def get(name: str) -> Kind:
+  if name not in KINDS:
+    raise KeyError(f"no page encoder {name!r}; registered: {tuple(KINDS)}")
+  return KINDS[name]
+
+
+def names() -> tuple[str, ...]:
+  return tuple(KINDS)
+
+
+def _slots(pointer: bool):
+  def build(config, lm, d_lm, embed_rms, rngs):
+    p, pages = config.pager, config.pages
+    return SlotEncoder(len(pages.hidden_layers), d_lm, pages.chunk_tokens, p.slots_per_chunk, p.encoder_depth,
+                       p.heads, p.ffn, p.dropout, embed_rms, pointer, rngs=rngs)
+  return build
+
+
+SLOT_FIELDS = ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "pages.hidden_layers",
+               "pages.chunk_tokens")
+register(Kind("pooled", None, stored_states=True))
+register(Kind("slots", _slots(False), fields=SLOT_FIELDS, frontier_counts="slots_per_chunk"))
+register(Kind("pointer", _slots(True), reads_embeds=True, fields=SLOT_FIELDS, frontier_counts="pointer_slots_per_chunk"))
+register(Kind("icae", lambda config, lm, d_lm, embed_rms, rngs: IcaeEncoder(
+    lm, config.pager.slots_per_chunk, config.pager.lora_rank, embed_rms, rngs=rngs), runs_lm=True,
+              fields=("pager.slots_per_chunk", "pager.lora_rank"), frontier_counts="icae_slots_per_chunk"))

@@ -24,9 +24,8 @@ import jax
 
 from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
                                 require_int, tuple_of)
-from jaxlab.paging import (frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
+from jaxlab.paging import (encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
                            reporting as pager_report, rot, seeds)
-from jaxlab.paging.model import ENCODERS
 from jaxlab.paging.pipeline import DTYPES
 
 
@@ -76,16 +75,17 @@ def validate(config) -> None:
   require_int(config, "pages.batch_size", 1)
   require_int(config, "pages.max_pages", 0, "0: the most chunks of any document")
   g = config.pager
-  require(config, "pager.encoder", lambda v: v in ENCODERS, f"one of {ENCODERS}")
+  require(config, "pager.encoder", lambda v: v in encoders.names(), f"one of {encoders.names()}")
+  stored = encoders.get(g.encoder).stored_states
   for field in ("compressor_hidden", "d_page", "num_soft_tokens", "heads", "ffn", "slots_per_chunk",
                 "encoder_depth", "lora_rank"):
     require_int(config, f"pager.{field}", 1)
-  require_int(config, "pager.depth", 1 if g.encoder == "pooled" else 0,
+  require_int(config, "pager.depth", 1 if stored else 0,
               "0 (pages are the soft tokens) is for slots and icae")
   require_int(config, "pager.decoder_lora_rank", 0)
   require(config, "pager.dropout", lambda v: is_probability(v) and v < 1, "in [0, 1)")
-  require(config, "pager.init", lambda v: v == "" or g.encoder != "pooled", "'' for the pooled encoder")
-  if g.encoder != "pooled" and g.depth == 0 and p.max_pages == 0 and config.mode != "pretrain":
+  require(config, "pager.init", lambda v: v == "" or not stored, f"'' for the {g.encoder} encoder")
+  if not stored and g.depth == 0 and p.max_pages == 0 and config.mode != "pretrain":
     raise ConfigError("pages.max_pages", "must be set (> 0) when pages are the soft tokens (pager.depth = 0)")
   require_int(config, "sufficiency.hidden", 1)
   require(config, "sufficiency.loss_weight", is_non_negative, ">= 0")
@@ -109,7 +109,7 @@ def validate(config) -> None:
     require(config, f"pretrain.{field}", is_positive, "positive")
   for field in ("weight_decay", "ae_weight", "continuation_weight", "qa_weight"):
     require(config, f"pretrain.{field}", is_non_negative, ">= 0")
-  if config.mode == "pretrain" and g.encoder == "pooled":
+  if config.mode == "pretrain" and stored:
     raise ConfigError("pager.encoder", "pretraining needs a slots or icae encoder (pooled pages are one vector)")
   require_int(config, "generation.max_new_tokens", 1)
   require(config, "generation.repetition_penalty", is_positive, "positive (1.0: none)")
@@ -126,7 +126,7 @@ def validate(config) -> None:
   require(config, "eval.pager_confidence", lambda v: v != "head+answer" or config.sufficiency.enabled,
           "'head' or 'answer' without the sufficiency head (sufficiency.enabled)")
   f = config.frontier
-  require(config, "frontier.encoders", tuple_of(None, lambda e: e in ENCODERS), f"a tuple of {ENCODERS}")
+  require(config, "frontier.encoders", tuple_of(None, lambda e: e in encoders.names()), f"a tuple of {encoders.names()}")
   for field in ("slots_per_chunk", "pointer_slots_per_chunk", "icae_slots_per_chunk"):
     require(config, f"frontier.{field}", tuple_of(None, int_at_least(1)), "a tuple of positive integers")
   require(config, "frontier.hidden_layers", tuple_of(None, tuple_of(None, int_at_least(0))),

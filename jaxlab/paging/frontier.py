@@ -34,7 +34,7 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.stats import describe, paired_bootstrap
-from jaxlab.paging import analysis, data, metrics, pipeline, pretrain, pretrain_report, timing
+from jaxlab.paging import analysis, data, encoders, metrics, pipeline, pretrain, pretrain_report, timing
 
 ABSTAIN_FREE = ("f1", "hallucination_grounded")
 
@@ -44,12 +44,13 @@ def points(config) -> list[dict]:
   base_layers, base_m, base_depth = tuple(config.pages.hidden_layers), p.slots_per_chunk, p.depth
   out = []
   for encoder in f.encoders:
-    if encoder == "pooled":
-      out.append({"encoder": "pooled", "slots_per_chunk": None, "hidden_layers": base_layers, "depth": 1})
+    kind = encoders.get(encoder)
+    if kind.stored_states:   # one setting: the published design
+      out.append({"encoder": encoder, "slots_per_chunk": None, "hidden_layers": base_layers, "depth": 1})
       continue
-    counts = {"icae": f.icae_slots_per_chunk, "pointer": f.pointer_slots_per_chunk}.get(encoder, f.slots_per_chunk)
+    counts = f[kind.frontier_counts]
     variants = [(m, base_layers, base_depth) for m in counts]
-    if encoder == "slots":  # the layers are the slots encoder's input (icae reads the chunk's tokens itself)
+    if encoder == "slots":  # the study sweeps layers and depth on `slots` alone: the layers are its input
       variants += [(base_m, tuple(layers), base_depth) for layers in f.hidden_layers if tuple(layers) != base_layers]
       variants += [(base_m, base_layers, d) for d in f.depths if d != base_depth]
     out += [{"encoder": encoder, "slots_per_chunk": m, "hidden_layers": layers, "depth": d}
@@ -61,8 +62,8 @@ def points(config) -> list[dict]:
 
 def name(pt: dict) -> str:
   layers = "".join(map(str, pt["hidden_layers"]))
-  if pt["encoder"] == "pooled":
-    return "pooled"
+  if encoders.get(pt["encoder"]).stored_states:
+    return pt["encoder"]
   return f"{pt['encoder']}-m{pt['slots_per_chunk']}-L{layers}-d{pt['depth']}"
 
 
@@ -73,7 +74,7 @@ def point_config(config, pt: dict, mode: str = "compare"):
   c.mode = mode
   c.pages.hidden_layers = tuple(pt["hidden_layers"])
   c.pager.encoder, c.pager.depth, c.pager.init = pt["encoder"], pt["depth"], ""
-  if pt["encoder"] == "pooled":
+  if encoders.get(pt["encoder"]).stored_states:
     c.pager.dropout = 0.1
     c.sufficiency.enabled = config.sufficiency.enabled
   else:
@@ -117,7 +118,7 @@ def run(config, workdir: Path, setup):
   for pt in points(config):
     pdir = workdir / "points" / pt["name"]
     c = point_config(config, pt)
-    if pt["encoder"] != "pooled":
+    if not encoders.get(pt["encoder"]).stored_states:
       edir = workdir / "encoders" / pt["name"]
       if not (edir / "encoder" / "encoder.safetensors").is_file():
         pretrain.run(point_config(config, pt, "pretrain"), edir, setup.lm, setup.tokenizer, setup.store, setup.eos,

@@ -42,8 +42,6 @@ from flax import nnx
 
 from jaxlab.paging import encoders, modules
 
-ENCODERS = ("pooled", "slots", "pointer", "icae")
-
 
 def training_seed(config) -> int:
   """The pager's training seed: `train.seed`, or the run's `seed` when it is -1 (the default: one
@@ -68,19 +66,17 @@ class PagerModel(nnx.Module):
   def __init__(self, config, d_lm: int, embed_rms: float, lm=None):
     p, pages = config.pager, config.pages
     self.kind = p.encoder
+    kind = encoders.get(p.encoder)
     num_layers = len(pages.hidden_layers)
-    if p.encoder == "pooled":
+    if kind.stored_states:
       self.pooled = modules.Pager(num_layers, d_lm, compressor_hidden=p.compressor_hidden, d_page=p.d_page,
                                   num_soft_tokens=p.num_soft_tokens, depth=p.depth, heads=p.heads, ffn=p.ffn,
                                   dropout_rate=p.dropout, rngs=nnx.Rngs(training_seed(config)))
     rngs = nnx.Rngs(training_seed(config) + 1)
     self.hidden_layers = tuple(pages.hidden_layers)
-    if p.encoder in ("slots", "pointer"):
-      self.encoder = encoders.SlotEncoder(num_layers, d_lm, pages.chunk_tokens, p.slots_per_chunk, p.encoder_depth,
-                                          p.heads, p.ffn, p.dropout, embed_rms, p.encoder == "pointer", rngs=rngs)
-    elif p.encoder == "icae":
-      self.encoder = encoders.IcaeEncoder(lm, p.slots_per_chunk, p.lora_rank, embed_rms, rngs=rngs)
-    if p.encoder != "pooled":
+    if kind.build is not None:
+      self.encoder = kind.build(config, lm, d_lm, embed_rms, rngs)
+    if not kind.stored_states:
       if p.depth > 0:
         self.aggregator = modules.PageAggregator(d_lm, d_lm, p.num_soft_tokens, p.depth, p.heads, p.ffn, p.dropout,
                                                  rngs=rngs)
@@ -100,12 +96,13 @@ class PagerModel(nnx.Module):
     """Pages (B, P, m, D) and the page mask (B, P) of chunk inputs (slots and icae): chunk ids and
     masks (B, P, C). `lm` is the frozen LM, merged from a state under stop_gradient."""
     ids, mask = inputs["chunk_ids"], inputs["chunk_mask"]
-    if self.kind == "icae":
+    kind = encoders.get(self.kind)
+    if kind.runs_lm:
       return self.encoder(lm, ids, mask), mask.any(-1)
     b, p, c = ids.shape
     _, states = lm(ids.reshape(b * p, c), mask.reshape(b * p, c), hidden_layers=self.hidden_layers)
     states = jnp.stack(states, axis=2).reshape(b, p, c, len(self.hidden_layers), -1)
-    embeds = lm.embed(ids) if self.kind == "pointer" else None
+    embeds = lm.embed(ids) if kind.reads_embeds else None
     return self.encoder(states, mask, key, embeds), mask.any(-1)
 
   def soft_from_pages(self, pages, page_mask, key=None):
@@ -123,7 +120,7 @@ class PagerModel(nnx.Module):
 
   def soft_tokens(self, lm, inputs, key=None):
     """Soft tokens (B, K, D) for a batch of documents (`inputs` as `pager.document_inputs` makes)."""
-    if self.kind == "pooled":
+    if encoders.get(self.kind).stored_states:
       return self.pooled(inputs["states"], inputs["page_mask"], key)  # stored states: no LM call
     k1, k2 = (None, None) if key is None else jax.random.split(key)
     pages, page_mask = self.pages(lm, inputs, k1)

@@ -25,7 +25,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from jaxlab.paging import generation, pages, programs
+from jaxlab.paging import encoders, generation, pages, programs
 from jaxlab.paging.model import PagerModel
 
 
@@ -42,8 +42,8 @@ class Documents:
   """Per-document pager inputs: stored pooled states (`pooled`) or chunk token ids (the others)."""
 
   def __init__(self, kind: str, store: pages.PageStore, documents: list[str], desc: str = "pages"):
-    self.kind, self.store = kind, store
-    if kind == "pooled":
+    self.kind, self.store = encoders.get(kind), store
+    if self.kind.stored_states:
       self.items = store.get(documents, desc=desc)
     else:
       chunks = {d: store.chunks(d) for d in dict.fromkeys(documents)}
@@ -56,7 +56,7 @@ class Documents:
     return len(self.items[i])
 
   def batch(self, rows, max_pages: int) -> dict:
-    if self.kind == "pooled":
+    if self.kind.stored_states:
       states, mask = pages.batch_pages([self.items[i] for i in rows], max_pages)
       return {"states": states, "page_mask": mask}
     return chunk_inputs([self.items[i] for i in rows], max_pages, self.store.settings.chunk_tokens,

@@ -40,7 +40,7 @@ from safetensors.numpy import load_file, save_file
 from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
-from jaxlab.paging import pager as pager_lib, pages
+from jaxlab.paging import encoders, pager as pager_lib, pages
 from jaxlab.paging.train import Split  # the QA rows of the pager, here on pretraining documents
 
 # The parts of a PagerModel that pretraining trains and exports.
@@ -240,11 +240,8 @@ def export(model, config, folder: Path, history: list[dict]) -> Path:
   return folder
 
 
-# What fixes an encoder's meaning beyond its parameter shapes (which `train.load_into` checks).
-SLOT_FIELDS = ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "pages.hidden_layers",
-               "pages.chunk_tokens")
-ENCODER_FIELDS = {"slots": SLOT_FIELDS, "pointer": SLOT_FIELDS,
-                  "icae": ("pager.slots_per_chunk", "pager.lora_rank")}
+# What fixes any encoder's meaning beyond its parameter shapes (which `train.load_into` checks);
+# each encoder adds its own (`encoders.Kind.fields`).
 COMMON_FIELDS = ("pager.encoder", "pager.depth", "pager.decoder_lora_rank")
 # An encoder made without a bridge may start a pager with one: LoRA's B starts at zero, so the
 # bridged LM answers exactly as the frozen one did at the start of fine-tuning.
@@ -262,7 +259,7 @@ def load(folder, config) -> dict:
   if lm_key != pages.model_fingerprint(repo_path(config.model.path)):
     raise ValueError(f"{folder}: the encoder was trained on another LM than {config.model.path}")
   made, ours = json.loads((folder / "config.json").read_text()), to_dict(config)
-  for field in COMMON_FIELDS + ENCODER_FIELDS.get(config.pager.encoder, ()):
+  for field in COMMON_FIELDS + encoders.get(config.pager.encoder).fields:
     section, name = field.split(".")
     a, b = ours[section].get(name), made[section].get(name)
     if isinstance(a, (list, tuple)):

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.stats import describe
-from jaxlab.paging import published
+from jaxlab.paging import encoders, published
 from jaxlab.paging.analysis import (ANSWER_METRICS, BAR_SPEEDUP, LABELS, NAMES, SYSTEMS, TASKS, _cell, ci_text,
                                     diff_text, latency_bar, latency_ratio, load, summarize, systems_in)
 from jaxlab.paging.plots import plot_risk_coverage, plot_training
@@ -150,7 +150,7 @@ def write(workdir: Path) -> Path:
        + [str(r["answers"][s])[:80] for s in systems] for r in main[:8]])
   pg = config["pager"]
   arm = (f"`{pg['encoder']}` encoder"
-         + (f", {pg['slots_per_chunk']} slots per chunk" if pg["encoder"] != "pooled" else "")
+         + ("" if encoders.get(pg["encoder"]).stored_states else f", {pg['slots_per_chunk']} slots per chunk")
          + (f", started from `{pg['init']}`" if pg.get("init") else ""))
   sections = [
       ("What ran", f"Variant `{config.get('variant')}`: frozen LM `{config['model']['path']}`; the pager: {arm}. "

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from jaxlab.paging import pager as pager_lib, pages, text_buffer
+from jaxlab.paging import encoders, pager as pager_lib, pages, text_buffer
 
 
 def _timed(systems: dict, records) -> dict:
@@ -65,15 +65,16 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
   per_question = dataclasses.replace(store.settings, batch_size=rows)
   if "latent_pager" in systems:
     reader = pager_lib.Reader(lm, trained["graphdef"], trained["params"], setup.settings, c.eval.pager_confidence)
-    forward = pages.Forward(lm, per_question) if c.pager.encoder == "pooled" else None
+    stored = encoders.get(c.pager.encoder).stored_states
+    forward = pages.Forward(lm, per_question) if stored else None
 
     class Fresh(pager_lib.Documents):
       """One document's inputs computed from its text now (pooled: the LM over its chunks)."""
 
       def __init__(self, document):
-        self.kind, self.store = c.pager.encoder, store
+        self.kind, self.store = encoders.get(c.pager.encoder), store
         chunks = store.chunks(document)
-        self.items = [pages.states_of_chunks(forward, chunks, setup.pad) if self.kind == "pooled" else chunks]
+        self.items = [pages.states_of_chunks(forward, chunks, setup.pad) if stored else chunks]
 
     def pager_question(r):
       return reader.answer(tok, Fresh(r["document"]), [0], [r["question"]], c.prompts.pager,
@@ -104,7 +105,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
 
 def _pager_peak(setup, config, trained, reader, forward) -> int:
   lm, store, c = setup.lm, setup.store, config
-  if c.pager.encoder == "pooled":
+  if encoders.get(c.pager.encoder).stored_states:
     inputs = dict(zip(("states", "page_mask"), pages.batch_pages(
         [np.zeros((1, len(store.settings.hidden_layers), lm.cfg.hidden_size), np.float32)], trained["max_pages"])))
   else:
