@@ -160,7 +160,7 @@ def _verify(args) -> int:
       except Exception as e:  # noqa: BLE001 - one experiment's failure must not hide the others' results
         code = _error(f"{name}: the run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
       if code:
-        outcomes.append((name or str(workdir), "the run failed"))
+        outcomes.append((name, "the run failed"))
         continue
     try:
       result = receipts.verify(workdir, root, args.match)
@@ -173,9 +173,8 @@ def _verify(args) -> int:
     print(result.table(args.verbose) + "\n")
     for check in result.failures:
       print(f"jaxlab: {result.receipt}: {check.kind} {check.name} disagrees ({check.why})", file=sys.stderr)
-    outcomes.append((name or str(workdir), "agrees" if result.ok else f"{len(result.failures)} disagree"))
-    if result.unchecked:
-      outcomes[-1] = (outcomes[-1][0], outcomes[-1][1] + f", {len(result.unchecked)} unchecked")
+    unchecked = f", {len(result.unchecked)} unchecked" if result.unchecked else ""
+    outcomes.append((name or str(workdir), ("agrees" if result.ok else f"{len(result.failures)} disagree") + unchecked))
   if len(outcomes) > 1:
     from jaxlab.core import report
 

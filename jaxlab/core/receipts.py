@@ -347,6 +347,17 @@ def _same_or_unchecked(a, b) -> tuple[bool | None, str]:
   return False, "differs"
 
 
+def _leaf_by_leaf(a, b) -> tuple[bool | None, str]:
+  """Two entries without a spread (counts, shares, words, nested dicts of them): a differing word,
+  flag or missing leaf disagrees; differing numbers are unchecked; else they agree."""
+  fa, fb = _flat(a), _flat(b)
+  results = [_same_or_unchecked(fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb))]
+  bad = [why for ok, why in results if ok is False]
+  if bad:
+    return False, bad[0]
+  return (None, "no spread to judge by") if any(ok is None for ok, _ in results) else (True, "")
+
+
 def _compare_figures(receipt: dict, run: dict, match: str) -> list[Check]:
   checks = []
   for name in sorted(set(receipt) | set(run)):
@@ -357,16 +368,8 @@ def _compare_figures(receipt: dict, run: dict, match: str) -> list[Check]:
       checks.append(Check("figure", name, a, b, a == b, "" if a == b else "not bitwise equal"))
     elif isinstance(a, dict) and isinstance(b, dict) and "mean" in a and "mean" in b:
       checks.append(Check("figure", name, a, b, *_within_seed_error(a, b)))
-    else:   # counts and shares without a spread: every differing leaf is unchecked or disagrees
-      fa, fb = _flat(a), _flat(b)
-      results = [_same_or_unchecked(fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb))]
-      bad = [why for ok, why in results if ok is False]
-      if bad:
-        checks.append(Check("figure", name, a, b, False, bad[0]))
-      elif any(ok is None for ok, _ in results):
-        checks.append(Check("figure", name, a, b, None, "no spread to judge by"))
-      else:
-        checks.append(Check("figure", name, a, b, True))
+    else:   # counts and shares without a spread
+      checks.append(Check("figure", name, a, b, *_leaf_by_leaf(a, b)))
   return checks
 
 
@@ -453,14 +456,8 @@ def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool
       checks.append(Check(kind, name, x, y, *_within_seed_error(x, y)))
     elif isinstance(x, dict) and isinstance(y, dict) and _point(x) is not None:
       checks.append(Check(kind, name, x, y, *_same_or_unchecked(_point(x), _point(y))))
-    elif isinstance(x, dict) and isinstance(y, dict):   # e.g. {"steps", "reached", "ci"}: leaf by leaf
-      fx, fy = _flat(x), _flat(y)
-      results = [_same_or_unchecked(fx.get(k), fy.get(k)) for k in sorted(set(fx) | set(fy))]
-      bad = [why for ok, why in results if ok is False]
-      ok = False if bad else (None if any(ok is None for ok, _ in results) else True)
-      checks.append(Check(kind, name, x, y, ok, bad[0] if bad else ("" if ok else "no spread to judge by")))
-    else:
-      checks.append(Check(kind, name, x, y, *_same_or_unchecked(x, y)))
+    else:   # a word, a flag, a count, or a dict such as {"steps", "reached", "ci"}: leaf by leaf
+      checks.append(Check(kind, name, x, y, *_leaf_by_leaf(x, y)))
   return checks
 
 

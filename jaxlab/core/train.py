@@ -188,75 +188,73 @@ def fit(loop: Loop, state, workdir, fingerprint: str, target=None) -> Result:
 
   `state`: the initial state, or a function that makes it (called only when there is no checkpoint
   to resume: a large model is then never built twice). `target`: the abstract state a checkpoint
-  is read into (`checkpoint.abstract_like` with the state's shardings; default: `state`'s own). Raises `Stopped` when this call ends first (after
-  saving), `checkpoint.CheckpointMismatch` when the workdir holds another run's checkpoints,
-  `FloatingPointError` when a step's loss or gradient norm is not finite (nothing of it saved).
+  is read into (`checkpoint.abstract_like` with the state's shardings; default: `state`'s own).
+  Raises `Stopped` when this call ends first (after saving), `checkpoint.CheckpointMismatch` when
+  the workdir holds another run's checkpoints, `FloatingPointError` when a step's loss or gradient
+  norm is not finite (nothing of it saved).
   """
   workdir = Path(workdir)
-  ckpt = checkpoint.Checkpoints(workdir / loop.folder, fingerprint, best=BEST if loop.best else None)
-  history, window, start = [], [], 0
-  if target is None:
-    state = state() if callable(state) else state
-    target = checkpoint.abstract_like(state)
-  if ckpt.latest_step() is not None:
-    state, meta = ckpt.restore(target)
-    start, history, window = int(meta["step"]), meta.get("history", []), meta.get("window", [])
-  elif callable(state):
-    state = state()
-  end = loop.total if not loop.stop_after else min(loop.total, start + loop.stop_after)
-  eval_every = loop.eval_every or loop.total
-  lead = jax.process_index() == 0
-  metrics = Metrics(workdir, loop.log_name)
-  bar = tqdm(total=loop.total, initial=start, desc=loop.name, unit="step", disable=not lead)
-  scalars, t_start = [], time.perf_counter()
+  with checkpoint.Checkpoints(workdir / loop.folder, fingerprint, best=BEST if loop.best else None) as ckpt:
+    history, window, start = [], [], 0
+    if target is None:
+      state = state() if callable(state) else state
+      target = checkpoint.abstract_like(state)
+    if ckpt.latest_step() is not None:
+      state, meta = ckpt.restore(target)
+      start, history, window = int(meta["step"]), meta.get("history", []), meta.get("window", [])
+    elif callable(state):
+      state = state()
+    end = loop.total if not loop.stop_after else min(loop.total, start + loop.stop_after)
+    eval_every = loop.eval_every or loop.total
+    lead = jax.process_index() == 0
+    metrics = Metrics(workdir, loop.log_name)
+    bar = tqdm(total=loop.total, initial=start, desc=loop.name, unit="step", disable=not lead)
+    scalars, t_start = [], time.perf_counter()
 
-  def save(done, score):
-    ckpt.save(done, state, metrics={BEST: score} if loop.best else None, history=history, window=window)
+    def save(done, score):
+      ckpt.save(done, state, metrics={BEST: score} if loop.best else None, history=history, window=window)
 
-  def evaluate(done):
-    record = loop.evaluate(state, done, window)
-    window.clear()
-    history.append(record)
-    metrics.write(done, **{k: v for k, v in record.items() if k != "step"},
-                  elapsed_s=round(time.perf_counter() - t_start, 1))
-    if lead:
-      bar.write(json.dumps(checkpoint.jsonable(record)))
-    save(done, loop.best(record) if loop.best else None)
+    def evaluate(done):
+      record = loop.evaluate(state, done, window)
+      window.clear()
+      history.append(record)
+      metrics.write(done, **{k: v for k, v in record.items() if k != "step"},
+                    elapsed_s=round(time.perf_counter() - t_start, 1))
+      if lead:
+        bar.write(json.dumps(checkpoint.jsonable(record)))
+      save(done, loop.best(record) if loop.best else None)
 
-  done = start
-  try:
-    with Preemption() as preemption:
-      if start == 0 and loop.eval_at_start and loop.evaluate and not history:
-        evaluate(0)
-      for s in range(start, end):
-        state, out = loop.step(state, s)
-        out = _host(out)
-        check_finite(s + 1, loop.diverged_hint, **{k: out[k] for k in ("loss", "grad_norm") if k in out})
-        scalars.append(out)
-        window.append(out)
-        done = s + 1
-        bar.update(1)
-        bar.set_postfix({k: (f"{out[k]:.3f}" if isinstance(out[k], float) else out[k]) for k in loop.shown if k in out})
-        if loop.log_every and (done % loop.log_every == 0 or done == end):
-          metrics.write(done, **out, elapsed_s=round(time.perf_counter() - t_start, 1))
-        evaluated = loop.evaluate is not None and (done % eval_every == 0 or done == loop.total)
-        if evaluated:
-          evaluate(done)
-        stop = done % loop.poll_every == 0 and preemption.should_stop()
-        if not evaluated and (stop or done == end or (loop.save_every and done % loop.save_every == 0)):
-          save(done, -math.inf)   # between evaluations: the latest step, never the best
-        if stop:
-          break
-  finally:
-    bar.close()
-    metrics.close()
-  if done < loop.total:
-    ckpt.close()
-    raise Stopped(f"{loop.name} stopped at step {done} of {loop.total} "
-                  f"({'SIGTERM' if done < end else 'its per-call step limit'}); the same command resumes",
-                  Result(state, state, history, start, scalars))
-  best = state
-  if loop.best:
-    best, _ = ckpt.restore(target, step=ckpt.best_step())
-  ckpt.close()
+    done = start
+    try:
+      with Preemption() as preemption:
+        if start == 0 and loop.eval_at_start and loop.evaluate and not history:
+          evaluate(0)
+        for s in range(start, end):
+          state, out = loop.step(state, s)
+          out = _host(out)
+          check_finite(s + 1, loop.diverged_hint, **{k: out[k] for k in ("loss", "grad_norm") if k in out})
+          scalars.append(out)
+          window.append(out)
+          done = s + 1
+          bar.update(1)
+          bar.set_postfix({k: (f"{out[k]:.3f}" if isinstance(out[k], float) else out[k])
+                           for k in loop.shown if k in out})
+          if loop.log_every and (done % loop.log_every == 0 or done == end):
+            metrics.write(done, **out, elapsed_s=round(time.perf_counter() - t_start, 1))
+          evaluated = loop.evaluate is not None and (done % eval_every == 0 or done == loop.total)
+          if evaluated:
+            evaluate(done)
+          stop = done % loop.poll_every == 0 and preemption.should_stop()
+          if not evaluated and (stop or done == end or (loop.save_every and done % loop.save_every == 0)):
+            save(done, -math.inf)   # between evaluations: the latest step, never the best
+          if stop:
+            break
+    finally:
+      bar.close()
+      metrics.close()
+    if done < loop.total:
+      raise Stopped(f"{loop.name} stopped at step {done} of {loop.total} "
+                    f"({'SIGTERM' if done < end else 'its per-call step limit'}); the same command resumes",
+                    Result(state, state, history, start, scalars))
+    best = ckpt.restore(target, step=ckpt.best_step())[0] if loop.best else state
   return Result(state, best, history, start, scalars)
