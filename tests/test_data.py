@@ -1,12 +1,17 @@
-"""The synthetic long-document QA set: determinism, knobs, evidence, TFDS, JSONL."""
+"""The synthetic long-document QA set: determinism, knobs, evidence, TFDS, JSONL, held-out wordings."""
+
+import re
 
 import numpy as np
 import pytest
 
+from jaxlab.core.config import repo_path
 from jaxlab.data import documents as D
 from jaxlab.data import jsonl
+from jaxlab.data import lexicon as lx
 from jaxlab.data import long_doc_qa as L
 from jaxlab.data import world as W
+from jaxlab.lm.tokenizer import load_tokenizer
 
 TINY = L.LongDocQAConfig(name="tiny", min_tokens=300, max_tokens=2_000, chunk_tokens=256, chunk_overlap=32,
              num_train=5, num_validation=2, num_test=3)
@@ -122,3 +127,48 @@ def test_jsonl_round_trip_and_malformed_line(tmp_path):
     broken.write_text("\n".join(lines[1:] + [bad]) + "\n")
     with pytest.raises(ValueError, match=f"{broken}:3"):
       jsonl.read_jsonl(broken)
+
+
+# ----------------------------------------------------------------------------- held-out wordings
+def _parse(question, wording):
+  """(subject, relations) of a question in `wording` (two-hop forms first: a single-fact form such
+  as "Which country is {s} in?" also matches a two-hop question)."""
+  single, multi = lx.QUESTION_WORDINGS[wording]
+  for relations, template in [*multi.items(), *(((r,), t) for r, t in single.items())]:
+    m = re.fullmatch(re.escape(template).replace(re.escape("{s}"), "(?P<s>.+)"), question)
+    if m:
+      return m.group("s"), relations
+  raise AssertionError(f"unparsed question {question!r}")
+
+
+def test_held_out_wordings_are_new_and_in_the_base_model_vocabulary():
+  tokenizer = load_tokenizer(repo_path("models/lm_base"))
+  unk = tokenizer.token_to_id("<unk>")
+  assert list(lx.HELD_OUT_SINGLE_QUESTIONS) == list(lx.SINGLE_QUESTIONS)
+  assert list(lx.HELD_OUT_MULTI_QUESTIONS) == list(lx.MULTI_QUESTIONS)
+  held_out = [*lx.HELD_OUT_SINGLE_QUESTIONS.values(), *lx.HELD_OUT_MULTI_QUESTIONS.values()]
+  assert len(set(held_out)) == len(held_out)
+  assert not set(held_out) & {*lx.SINGLE_QUESTIONS.values(), *lx.MULTI_QUESTIONS.values()}
+  names = [pool[0] for pool in W.name_pools("test").values()]
+  for template in held_out:
+    # Each literal piece as the tokenizer splits it (case and punctuation kept), then whole questions.
+    for text in [*template.split("{s}"), *(template.format(s=n) for n in names)]:
+      encoding = tokenizer.encode(text)
+      assert unk not in encoding.ids, (template, [t for t, i in zip(encoding.tokens, encoding.ids) if i == unk])
+
+
+def test_held_out_wording_changes_only_the_validation_and_test_questions():
+  cfg = L.LongDocQAConfig(name="w", min_tokens=200, max_tokens=480, chunk_tokens=80, multi_hop_fraction=0.5,
+                          unanswerable_fraction=0.3, questions_per_document=3)
+  held = L.LongDocQAConfig(**{**cfg.__dict__, "question_wording": "held_out"})
+  assert list(L.generate_qa(held, "train", 6)) == list(L.generate_qa(cfg, "train", 6))
+  seen = set()
+  for split in ("validation", "test"):
+    for a, b in zip(L.generate_qa(cfg, split, 16), L.generate_qa(held, split, 16), strict=True):
+      assert {k: v for k, v in a.items() if k != "question"} == {k: v for k, v in b.items() if k != "question"}
+      assert a["question"] != b["question"]
+      assert _parse(a["question"], "train") == _parse(b["question"], "held_out")
+      seen.add((a["task_type"], a["answerable"]))
+  assert seen == {(t, u) for t in D.TASK_TYPES for u in (True, False)}, seen
+  with pytest.raises(ValueError, match="question_wording"):
+    list(L.generate_qa(L.LongDocQAConfig(**{**cfg.__dict__, "question_wording": "other"}), "test", 1))

@@ -35,6 +35,7 @@ class DocSpec:
   distractor_ratio: float = 0.5
   horizon: float = 0.5
   chunk_tokens: int = 1024  # multi-hop evidence lies farther apart than this; 0 disables the rule
+  question_wording: str = "train"  # the question's template table, a key of lexicon.QUESTION_WORDINGS
 
 
 @dataclasses.dataclass
@@ -66,20 +67,30 @@ def min_tokens_for(task_type: str, chunk_tokens: int) -> int:
   return 2 * chunk_tokens + 128 if task_type == "multi_hop" and chunk_tokens > 0 else 0
 
 
-def _question(rng: np.random.Generator, world: W.World, task_type: str):
-  """(question, gold answer, evidence facts in hop order)."""
+def question_text(subject: str, relations, wording: str = "train") -> str:
+  """The question about `subject` along one relation or a two-hop chain, in `wording`'s templates."""
+  if wording not in lx.QUESTION_WORDINGS:
+    raise ValueError(f"question_wording must be one of {tuple(lx.QUESTION_WORDINGS)}, got {wording!r}")
+  single, multi = lx.QUESTION_WORDINGS[wording]
+  relations = tuple(relations)
+  return (single[relations[0]] if len(relations) == 1 else multi[relations]).format(s=subject)
+
+
+def _question(rng: np.random.Generator, world: W.World, task_type: str, wording: str = "train"):
+  """(question, gold answer, evidence facts in hop order). The draws never depend on `wording`:
+  relations and chains are drawn from the training tables, whose keys every wording shares."""
   if task_type == "single_fact":
     subject = world.subjects()[rng.integers(len(world.subjects()))]
     rels = [r for (s, r) in world.facts if s == subject]
     fact = world.fact(subject, rels[rng.integers(len(rels))])
-    return lx.SINGLE_QUESTIONS[fact.relation].format(s=subject), fact.object, [fact]
+    return question_text(subject, (fact.relation,), wording), fact.object, [fact]
   chains = list(lx.MULTI_QUESTIONS)
   first_rel, second_rel = chains[rng.integers(len(chains))]
   candidates = [s for (s, r) in world.facts if r == first_rel]
   subject = candidates[rng.integers(len(candidates))]
   hop1 = world.fact(subject, first_rel)
   hop2 = world.fact(hop1.object, second_rel)
-  return lx.MULTI_QUESTIONS[(first_rel, second_rel)].format(s=subject), hop2.object, [hop1, hop2]
+  return question_text(subject, (first_rel, second_rel), wording), hop2.object, [hop1, hop2]
 
 
 def stated_facts(passages: list[list[Sentence]]) -> list[W.Fact]:
@@ -94,7 +105,8 @@ def stated_facts(passages: list[list[Sentence]]) -> list[W.Fact]:
 
 def question_pool(doc: Document) -> list[tuple[str, str, str]]:
   """Every (question, answer, task type) that `doc` answers by itself, each once, in reading order:
-  a single-fact question per stated fact, then a two-hop question per stated chain.
+  a single-fact question per stated fact, then a two-hop question per stated chain, in the training
+  wording (the pool makes training questions).
 
   The world is consistent (one value per subject and relation), so each answer is unique."""
   facts = stated_facts(doc.passages)
@@ -133,13 +145,15 @@ def mentioned_entities(doc: Document) -> dict[str, str]:
   return out
 
 
-def unanswerable_question(rng: np.random.Generator, doc: Document, split: str, task_type: str) -> dict:
+def unanswerable_question(rng: np.random.Generator, doc: Document, split: str, task_type: str,
+                          wording: str = "train") -> dict:
   """A question of the form `task_type` that `doc` cannot answer, with what makes it so.
 
   Half the time (or when the document leaves no gap) it asks about an entity of the split that
   the document never names ("absent_entity"); otherwise about an entity the document names and a
   relation it never states for it ("absent_relation"; for two hops, the first hop is stated and
-  the second is not, or the first is missing). Returns {"question", "kind", "subject", "relations"}.
+  the second is not, or the first is missing). Returns {"question", "kind", "subject", "relations"};
+  `wording` sets only how the question reads.
   """
   stated = {(f.subject, f.relation): f for f in stated_facts(doc.passages)}
   entities = mentioned_entities(doc)
@@ -164,8 +178,8 @@ def unanswerable_question(rng: np.random.Generator, doc: Document, split: str, t
     relations = (rel,) if task_type == "single_fact" else rel
     names = [n for n in W.name_pools(split)[kind_of[relations[0]]] if n not in doc.record["document"]]
     subject, kind = names[rng.integers(len(names))], "absent_entity"
-  template = lx.SINGLE_QUESTIONS[relations[0]] if len(relations) == 1 else lx.MULTI_QUESTIONS[relations]
-  return {"question": template.format(s=subject), "kind": kind, "subject": subject, "relations": list(relations)}
+  return {"question": question_text(subject, relations, wording), "kind": kind, "subject": subject,
+          "relations": list(relations)}
 
 
 def _passage(rng, world: W.World, distractor: bool, excluded: set) -> list[Sentence]:
@@ -196,7 +210,7 @@ def make_document(rng: np.random.Generator, spec: DocSpec, doc_id: str) -> Docum
   n = spec.num_tokens
   world = W.make_world(rng, spec.split, n_people=max(8, n // 150), n_places=max(6, n // 400),
              n_orgs=max(6, n // 400))
-  question, answer, evidence = _question(rng, world, spec.task_type)
+  question, answer, evidence = _question(rng, world, spec.task_type, spec.question_wording)
   excluded = {(f.subject, f.relation) for f in evidence}
   ev_sents = [Sentence(W.render_fact(rng, f), "evidence", f) for f in evidence]
   budget = n - sum(len(s.text.split()) for s in ev_sents)

@@ -96,6 +96,37 @@ MULTI_QUESTIONS = {
   ("headquartered_in", "country"): "In which country is {s} headquartered?",
 }
 
+# Held-out wordings: one more question per relation and per chain, never used to make training data
+# (the base model's corpus, the pager's training questions), to test whether a reader answers a
+# question it was not trained to recognise by its wording. Written only with words of the base
+# model's word-level vocabulary (`models/lm_base/tokenizer.json`), so no token is unknown.
+HELD_OUT_SINGLE_QUESTIONS = {
+  "born_in": "Which town was {s} born in?", "lives_in": "Which town does {s} live in?",
+  "works_for": "What is the employer of {s}?", "profession": "What does {s} work as?",
+  "hobby": "What is {s} devoted to?", "headquartered_in": "Where is the head office of {s}?",
+  "founded_by": "Who was the founder of {s}?", "founded_year": "What is the founding year of {s}?",
+  "industry": "What industry is {s} in?", "country": "Which country is {s} in?",
+}
+
+HELD_OUT_MULTI_QUESTIONS = {
+  ("works_for", "headquartered_in"): "Where is the head office of the employer of {s}?",
+  ("works_for", "founded_by"): "Who was the founder of the employer of {s}?",
+  ("works_for", "founded_year"): "What is the founding year of the organisation {s} works for?",
+  ("works_for", "industry"): "Which industry does the organisation {s} works for operate in?",
+  ("born_in", "country"): "Which country was {s} born in?",
+  ("lives_in", "country"): "Which country does {s} live in?",
+  ("founded_by", "born_in"): "Which town was the founder of {s} born in?",
+  ("founded_by", "profession"): "What does the person who founded {s} work as?",
+  ("headquartered_in", "country"): "Which country is {s} headquartered in?",
+}
+
+# Question wording -> (single-fact templates, two-hop templates). Both tables of a wording have the
+# same keys in the same order, so a wording changes how a question reads and nothing that is drawn.
+QUESTION_WORDINGS = {
+  "train": (SINGLE_QUESTIONS, MULTI_QUESTIONS),
+  "held_out": (HELD_OUT_SINGLE_QUESTIONS, HELD_OUT_MULTI_QUESTIONS),
+}
+
 # Neutral filler: prose that names no entity and states no fact, so it can never answer a question.
 FILLER_TEMPLATES = [
   "The {adj} {noun} by the {feature} was {state} {time}.",

@@ -11,6 +11,11 @@ Configs: "default" (documents of 1k-64k words, random horizon, distractor ratio 
 horizon in percent), and "pretrain": short windows for the base model, as documents, questions whose
 evidence lies inside the window, and chunk-to-key-facts extraction examples. Every example is generated
 from its own Generator seeded by (seed, split, index), so a record never depends on build order.
+
+`question_wording="held_out"` renders the validation and test questions with the held-out templates
+(`lexicon.HELD_OUT_*_QUESTIONS`) and changes nothing else: the same documents, answers, ids and
+unanswerable schedule as the default wording, so a reader can be scored on questions worded unlike
+any it trained on. The train split always keeps the training wording.
 """
 
 from __future__ import annotations
@@ -49,12 +54,18 @@ class LongDocQAConfig(tfds.core.BuilderConfig):
   unanswerable_fraction: float = 0.0  # share of questions the document cannot answer (gold: abstain_answer)
   abstain_answer: str = "unknown"
   questions_per_document: int = 1  # train split only: more questions on each training document
+  question_wording: str = "train"  # "train" | "held_out": the templates of validation and test questions
 
 
 def _grid_configs() -> list[LongDocQAConfig]:
   return [LongDocQAConfig(name=f"rot_d{int(d * 100):03d}_h{int(h * 100):03d}", distractor_ratio=d, horizon=h,
               description=f"context-rot cell: distractor ratio {d}, horizon {h}")
       for d in (0.0, 0.25, 0.5, 0.75, 1.0) for h in (0.0, 0.25, 0.5, 0.75, 1.0)]
+
+
+def _wording(cfg: LongDocQAConfig, split: str) -> str:
+  """The question wording of `split`: training questions always read as the training templates."""
+  return "train" if split == "train" else cfg.question_wording
 
 
 def _sample_spec(rng: np.random.Generator, cfg: LongDocQAConfig, split: str) -> D.DocSpec:
@@ -67,7 +78,7 @@ def _sample_spec(rng: np.random.Generator, cfg: LongDocQAConfig, split: str) -> 
   n = int(round(np.exp(rng.uniform(np.log(lo), np.log(cfg.max_tokens)))))
   horizon = float(rng.uniform()) if cfg.horizon is None else cfg.horizon
   return D.DocSpec(split=split, num_tokens=n, task_type=task, distractor_ratio=cfg.distractor_ratio,
-           horizon=horizon, chunk_tokens=cfg.chunk_tokens)
+           horizon=horizon, chunk_tokens=cfg.chunk_tokens, question_wording=_wording(cfg, split))
 
 
 def _unanswerable(cfg: LongDocQAConfig, j: int) -> bool:
@@ -85,7 +96,8 @@ def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
   without the abstention and extra-question knobs; an unanswerable question (about an entity or
   relation the document does not contain; gold answer `abstain_answer`, no evidence) replaces a
   question on the schedule of `unanswerable_fraction`, drawn from its own Generator, and extra
-  training questions (other stated facts and chains, `documents.question_pool`) from another."""
+  training questions (other stated facts and chains, `documents.question_pool`) from another. The
+  question wording draws nothing, so it changes only the `question` field."""
   per_doc = cfg.questions_per_document if split == "train" else 1
   j = 0
   for i in range(num):
@@ -103,7 +115,7 @@ def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
     for k, r in enumerate(questions):
       if _unanswerable(cfg, j):
         urng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 1, k])
-        u = D.unanswerable_question(urng, doc, split, r["task_type"])
+        u = D.unanswerable_question(urng, doc, split, r["task_type"], _wording(cfg, split))
         r = {**r, "question": u["question"], "gold_answer": cfg.abstain_answer, "answerable": False, **_NO_EVIDENCE}
       j += 1
       yield r
