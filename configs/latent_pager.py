@@ -52,7 +52,8 @@ def repro():
       distractor_ratio=0.5, horizon=-1.0,   # -1: a random horizon per document
       num_train=480, num_validation=80, num_test=200,
       unanswerable_fraction=0.0, abstain_answer="unknown",
-      questions_per_document=1))        # training questions per training document
+      questions_per_document=1,         # training questions per training document
+      test_seed=-1))                    # the test split's world seed; -1: `seed` (train, validation and test alike)
   c.pages = ml_collections.ConfigDict(dict(
       hidden_layers=(1, 2, 3, 4), pooling="last_token",
       chunk_tokens=96, chunk_overlap=16,  # the base model's context is 256 tokens

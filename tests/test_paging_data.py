@@ -1,16 +1,21 @@
 """Data for the pager: unanswerable questions (checked against the world each document is drawn
-from), extra training questions per document, and the generator's existing outputs unchanged."""
+from), extra training questions per document, the generator's existing outputs unchanged, the test
+world (`data.test_seed`) and the held-out wording of the test split."""
 
 import hashlib
 import json
 import re
 
+import ml_collections
 import numpy as np
+import pytest
 
+from jaxlab.core import config as config_lib
 from jaxlab.data import documents as D
 from jaxlab.data import lexicon as lx
 from jaxlab.data import long_doc_qa as L
 from jaxlab.data import world as W
+from jaxlab.paging import data, experiment
 
 CFG = L.LongDocQAConfig(name="u", min_tokens=200, max_tokens=480, chunk_tokens=80, unanswerable_fraction=0.2,
                         questions_per_document=4)
@@ -80,3 +85,58 @@ def test_extra_training_questions_are_answered_by_their_document():
       for rel in relations:
         obj = stated[(obj, rel)].object
       assert obj == r["gold_answer"]
+
+
+# ----------------------------------------------------------------------------- test world, held-out wording
+def _run_config(**data_fields):
+  """The seed and `data` block a run hands to `jaxlab.paging.data`, at a tiny size."""
+  d = dict(jsonl_dir="", tfds_dir="", min_tokens=60, max_tokens=300, chunk_words=40, distractor_ratio=0.5,
+           horizon=-1.0, num_train=3, num_validation=2, num_test=8, unanswerable_fraction=0.25,
+           abstain_answer="unknown", questions_per_document=2)
+  return ml_collections.ConfigDict(dict(seed=0, data={**d, **data_fields}))
+
+
+def _without_probes(records):
+  return [r for r in records if not r.get("probe")]
+
+
+def test_default_test_seed_keeps_the_data_and_its_builder_name(tmp_path):
+  # The builder name of this config before `test_seed` existed: built data and receipts keep theirs.
+  name = "latent_pager_e9f064f188ff9b51"
+  for config in (_run_config(), _run_config(test_seed=-1), _run_config(test_seed=0)):
+    assert data.synthetic_config(config).name == data.test_config(config).name == name
+    assert data.test_world(config) == {"seed": 0, "builder": name}
+  splits = data.load(_run_config(test_seed=-1), tmp_path)
+  cfg = data.synthetic_config(_run_config())
+  assert splits["train"] == list(L.generate_qa(cfg, "train", 3))
+  assert _without_probes(splits["test"]) == list(L.generate_qa(cfg, "test", 8))
+  assert [p["id"] for p in splits["test"] if p.get("probe")]   # probes still follow the test split
+  assert [p.name for p in (tmp_path / "tfds" / "long_doc_qa").glob("latent_pager_*")] == [name]
+
+
+def test_test_seed_draws_the_test_split_from_its_own_world(tmp_path):
+  base = data.load(_run_config(), tmp_path)
+  config = _run_config(test_seed=5)
+  splits = data.load(config, tmp_path)
+  assert splits["train"] == base["train"] and splits["validation"] == base["validation"]
+  test_cfg = data.test_config(config)
+  assert test_cfg.seed == 5 and (test_cfg.num_train, test_cfg.num_validation) == (1, 1)
+  assert _without_probes(splits["test"]) == list(L.generate_qa(test_cfg, "test", 8))
+  assert not {r["document"] for r in splits["test"]} & {r["document"] for r in base["test"]}
+  world = data.test_world(config)
+  assert world == {"seed": 5, "builder": test_cfg.name} and world["builder"] != data.synthetic_config(config).name
+  with pytest.raises(config_lib.ConfigError, match=r"config\.data\.test_seed"):
+    config_lib.load("configs/latent_pager.py:smoke", ["--config.data.test_seed=-2"], experiment.validate)
+
+
+@pytest.mark.parametrize("test_seed", [-1, 5])
+def test_held_out_test_split_differs_only_in_its_questions(tmp_path, test_seed):
+  config = _run_config(test_seed=test_seed, num_test=12)
+  test, held = data.load(config, tmp_path, splits=("test",))["test"], data.load_held_out(config, tmp_path)
+  same = ("id", "document", "gold_answer", "task_type", "answerable", "evidence", "probe")
+  assert [{k: r.get(k) for k in same} for r in held] == [{k: r.get(k) for k in same} for r in test]
+  assert all(a["question"] != b["question"] for a, b in zip(test, held))
+  assert any(not r["answerable"] for r in held) and any(r.get("probe") for r in held)
+  for r in held:   # every question (probes too) reads as a held-out template
+    assert any(re.fullmatch(re.escape(t).replace(re.escape("{s}"), ".+"), r["question"])
+               for t in [*lx.HELD_OUT_SINGLE_QUESTIONS.values(), *lx.HELD_OUT_MULTI_QUESTIONS.values()]), r["question"]

@@ -4,7 +4,15 @@ JSONL files in the published schema, plus the consistency probes.
 Synthetic: `jaxlab.data.long_doc_qa` is built (offline, deterministic) with the config's
 document lengths, chunk size (words, which sets how far apart multi-hop evidence lies),
 distractor ratio and horizon. JSONL: `data.jsonl_dir` holds train.jsonl, validation.jsonl and
-test.jsonl, read by `jaxlab.data.jsonl.read_jsonl` (a malformed line names file and line).
+test.jsonl, read by `jaxlab.data.jsonl.read_jsonl` (a malformed line names file and line);
+`export_jsonl` writes a run's own splits in that layout.
+
+Test world: `data.test_seed` >= 0 draws the synthetic test split from its own world seed while
+train and validation stay the run's (`seed`); -1 is the run's seed, the data of runs before the field.
+
+Held-out wording (`load_held_out`): the run's test split with each question worded by the held-out
+templates of its relation or chain (`lexicon.HELD_OUT_*_QUESTIONS`, never in training data), the
+same documents, gold answers and ids otherwise.
 
 Consistency probes (synthetic test set only): for each multi-hop question, its second hop asked
 directly about the true bridge entity ("Where is Corvin Systems headquartered?" beside "Where is
@@ -42,11 +50,14 @@ def _template_regex(template: str, fixed: dict[str, str]) -> re.Pattern:
   return re.compile(out, re.IGNORECASE)
 
 
-def probe(record: dict) -> dict | None:
-  """The second hop of a synthetic multi-hop record as its own question, or None."""
+def probe(record: dict, wording: str = "train") -> dict | None:
+  """The second hop of a synthetic multi-hop record as its own question, or None. `wording` names
+  the templates the record's question was written in (a key of `lexicon.QUESTION_WORDINGS`); the
+  probe is asked in the same wording, so a held-out record's probe is held out too."""
   if record["task_type"] != "multi_hop" or len(record.get("evidence", [])) != 2:
     return None
-  for (_, second), question in lexicon.MULTI_QUESTIONS.items():
+  single, multi = lexicon.QUESTION_WORDINGS[wording]
+  for (_, second), question in multi.items():
     if not _template_regex(question, {}).fullmatch(record["question"]):
       continue
     for template in lexicon.FACT_TEMPLATES[second]:
@@ -56,47 +67,120 @@ def probe(record: dict) -> dict | None:
         # A sentence-initial capital comes from rendering, not from the name.
         bridge = bridge if bridge in record["document"] else bridge[0].lower() + bridge[1:]
         return {"id": record["id"] + "-probe", "document": record["document"],
-                "question": lexicon.SINGLE_QUESTIONS[second].format(s=bridge),
+                "question": single[second].format(s=bridge),
                 "gold_answer": record["gold_answer"], "task_type": "single_fact", "probe": True}
   return None
 
 
 ABSTENTION_KNOBS = ("unanswerable_fraction", "abstain_answer", "questions_per_document")
+# Builder knobs named in a builder's name only when set away from their defaults, so data built
+# before a knob existed keeps its name.
+OPTIONAL_KNOBS = ABSTENTION_KNOBS + ("question_wording",)
 
 
-def synthetic_config(config, **override) -> long_doc_qa.LongDocQAConfig:
-  """The TFDS config of the run's synthetic set (`override`: data fields replaced, e.g. a
-  context-rot cell's distractor ratio and horizon)."""
+def synthetic_config(config, seed: int | None = None, **override) -> long_doc_qa.LongDocQAConfig:
+  """The TFDS config of the run's synthetic set (`seed`: the world seed, None for the run's `seed`;
+  `override`: data fields replaced, e.g. a context-rot cell's distractor ratio and horizon, or the
+  builder's `question_wording`). The name is a fingerprint of what fixes the records."""
+  seed = config.seed if seed is None else seed
   d = {**config.data.to_dict(), **override}
   knobs = {k: d[k] for k in ("min_tokens", "max_tokens", "distractor_ratio", "chunk_words",
                              "num_train", "num_validation", "num_test")}
-  extra = {k: d[k] for k in ABSTENTION_KNOBS if d[k] != long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default}
-  name = "latent_pager_" + checkpoint.fingerprint({"seed": config.seed, **knobs, "horizon": d["horizon"], **extra})
+  defaults = {k: long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default for k in OPTIONAL_KNOBS}
+  extra = {k: d.get(k, defaults[k]) for k in OPTIONAL_KNOBS if d.get(k, defaults[k]) != defaults[k]}
+  name = "latent_pager_" + checkpoint.fingerprint({"seed": seed, **knobs, "horizon": d["horizon"], **extra})
   return long_doc_qa.LongDocQAConfig(
       name=name, min_tokens=d["min_tokens"], max_tokens=d["max_tokens"], distractor_ratio=d["distractor_ratio"],
       horizon=None if d["horizon"] < 0 else d["horizon"], chunk_tokens=d["chunk_words"], num_train=d["num_train"],
-      num_validation=d["num_validation"], num_test=d["num_test"], seed=config.seed,
+      num_validation=d["num_validation"], num_test=d["num_test"], seed=seed,
       unanswerable_fraction=d["unanswerable_fraction"], abstain_answer=d["abstain_answer"],
-      questions_per_document=d["questions_per_document"])
+      questions_per_document=d["questions_per_document"], question_wording=extra.get("question_wording", "train"))
 
 
-def load(config, workdir: Path, **override) -> dict[str, list[dict]]:
-  """{split: records}; the test split ends with its consistency probes. The synthetic set is built
-  under data.tfds_dir ("" = WORKDIR/tfds). `num_*` count documents: a training document may carry
-  `questions_per_document` questions."""
+def _test_seed(config) -> int:
+  """The world seed of the test split: `data.test_seed`, or the run's `seed` where it is -1 (or
+  absent, in configs written before the field)."""
+  seed = config.data.to_dict().get("test_seed", -1)
+  return config.seed if seed < 0 else seed
+
+
+def test_config(config, question_wording: str = "train", **override) -> long_doc_qa.LongDocQAConfig:
+  """The TFDS config whose test split the run is scored on: the run's own (`synthetic_config`) when
+  the test world is the run's and the wording the training one; otherwise a config of the test
+  seed and `question_wording` whose train and validation splits are one document each (never read)."""
+  seed = _test_seed(config)
+  if seed == config.seed and question_wording == "train":
+    return synthetic_config(config, **override)
+  return synthetic_config(config, seed=seed, **{**override, "num_train": 1, "num_validation": 1,
+                                                "question_wording": question_wording})
+
+
+def test_world(config, **override) -> dict:
+  """The world the run's test split comes from: {"seed", "builder"} (the TFDS config name), both
+  None for JSONL data."""
+  if config.data.jsonl_dir:
+    return {"seed": None, "builder": None}
+  return {"seed": _test_seed(config), "builder": test_config(config, **override).name}
+
+
+def _tfds_dir(config, workdir: Path) -> str:
+  d = config.data
+  return str(repo_path(d.tfds_dir) if d.tfds_dir else Path(workdir) / "tfds")
+
+
+def _read(builder_config: long_doc_qa.LongDocQAConfig, data_dir: str, splits) -> dict[str, list[dict]]:
+  """{split: records in id order} of a synthetic builder config, built first where it is not yet."""
+  source = long_doc_qa.build(builder_config, data_dir).as_data_source()
+  return {s: sorted((long_doc_qa.decode_example(source[s][i]) for i in range(len(source[s]))), key=lambda r: r["id"])
+          for s in splits}
+
+
+def _first_documents(records: list[dict], n: int | None) -> list[dict]:
+  """The records of the first `n` documents (None: all); a document may carry several questions."""
+  keep = set(list(dict.fromkeys(r["document"] for r in records))[:n])
+  return [r for r in records if r["document"] in keep]
+
+
+def load(config, workdir: Path, splits=SPLITS, **override) -> dict[str, list[dict]]:
+  """{split: records} of `splits` (JSONL: only their files are read); the test split ends with its
+  consistency probes. The synthetic set is built under data.tfds_dir ("" = WORKDIR/tfds), its test
+  split from the test world (`test_config`). `num_*` count documents (an override of None keeps
+  them all): a training document may carry `questions_per_document` questions."""
   d = config.data
   if d.jsonl_dir:
-    splits = {s: jsonl.read_jsonl(repo_path(d.jsonl_dir) / f"{s}.jsonl") for s in SPLITS}
+    out = {s: jsonl.read_jsonl(repo_path(d.jsonl_dir) / f"{s}.jsonl") for s in splits}
   else:
-    builder = long_doc_qa.build(synthetic_config(config, **override), str(repo_path(d.tfds_dir) if d.tfds_dir else Path(workdir) / "tfds"))
-    source = builder.as_data_source()
-    splits = {s: [long_doc_qa.decode_example(source[s][i]) for i in range(len(source[s]))] for s in SPLITS}
-    splits = {s: sorted(r, key=lambda r: r["id"]) for s, r in splits.items()}
+    run_config, test = synthetic_config(config, **override), test_config(config, **override)
+    own = [s for s in splits if s != "test" or test.name == run_config.name]
+    out = _read(run_config, _tfds_dir(config, workdir), own) if own else {}
+    if len(own) < len(splits):
+      out["test"] = _read(test, _tfds_dir(config, workdir), ("test",))["test"]
+    out = {s: out[s] for s in splits}
   for split, n in zip(SPLITS, (d.num_train, d.num_validation, d.num_test)):
-    n = override.get(f"num_{split}", n)
-    documents = list(dict.fromkeys(r["document"] for r in splits[split]))[:n]
-    keep = set(documents)
-    splits[split] = [r for r in splits[split] if r["document"] in keep]
-  probes = [p for p in map(probe, splits["test"]) if p is not None]
-  splits["test"] = splits["test"] + probes
-  return splits
+    if split in out:
+      out[split] = _first_documents(out[split], override.get(f"num_{split}", n))
+  if "test" in out:
+    out["test"] = out["test"] + [p for p in map(probe, out["test"]) if p is not None]
+  return out
+
+
+def load_held_out(config, workdir: Path, **override) -> list[dict]:
+  """The run's test split (from its test world) with every question, unanswerable ones included,
+  worded by the held-out templates, followed by its consistency probes, asked in the held-out
+  wording too (same ids, bridges and gold answers as the original probes). The documents, gold
+  answers, ids, task types and `answerable` flags are those of `load(...)["test"]`."""
+  if config.data.jsonl_dir:
+    raise ValueError(f"data.jsonl_dir={config.data.jsonl_dir!r}: held-out wordings exist for the synthetic set only")
+  test = _read(test_config(config, "held_out", **override), _tfds_dir(config, workdir), ("test",))["test"]
+  test = _first_documents(test, override.get("num_test", config.data.num_test))
+  return test + [p for p in (probe(r, "held_out") for r in test) if p is not None]
+
+
+def export_jsonl(splits: dict[str, list[dict]], folder: str | Path) -> Path:
+  """Writes each split as `folder/{split}.jsonl` in the layout `data.jsonl_dir` reads, the
+  consistency probes left out (loading appends them again); returns the folder."""
+  folder = Path(folder)
+  folder.mkdir(parents=True, exist_ok=True)
+  for split, records in splits.items():
+    jsonl.write_jsonl([r for r in records if not r.get("probe")], folder / f"{split}.jsonl")
+  return folder

@@ -59,6 +59,7 @@ def validate(config) -> None:
     require_int(config, f"data.{field}", 1)
   require(config, "data.unanswerable_fraction", lambda v: is_probability(v) and v < 1, "in [0, 1)")
   require(config, "data.abstain_answer", lambda v: isinstance(v, str) and v.strip(), "a non-empty string")
+  require_int(config, "data.test_seed", -1, "-1: the run's seed")
   if not d.jsonl_dir:
     require_int(config, "data.min_tokens", 1)
     require(config, "data.max_tokens", lambda v: isinstance(v, int) and v >= d.min_tokens, ">= data.min_tokens")
