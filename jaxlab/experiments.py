@@ -3,7 +3,9 @@
 Each module provides
   validate(config)     raise jaxlab.core.config.ConfigError for a bad field, before any compute;
   run(config, workdir) compute the sweep (chunked, checkpointed, sharded), save runs.npz, report;
-  report(workdir)      rebuild summary.json, report.md and the plots from config.json + runs.npz.
+  report(workdir)      rebuild summary.json, report.md and the plots from config.json + runs.npz;
+and may provide
+  evaluate(workdir, data_dir, out)  score a finished run on another data folder (`jaxlab eval`).
 A new experiment adds one line here.
 """
 

@@ -2,6 +2,7 @@
 
   jaxlab run CONFIG.py[:variant] --workdir DIR [--config.FIELD=VALUE ...] [--distributed ...]
   jaxlab report DIR
+  jaxlab eval DIR --data DATA_DIR --out OUT
   jaxlab verify DIR | --all [--quick] [--experiment NAME ...]
   jaxlab receipt DIR
   jaxlab receipts
@@ -11,9 +12,12 @@ DIR/config.json, and hands over to the experiment's `run(config, workdir)`; the 
 a workdir with checkpoints resumes (one holding another run's checkpoints is refused with one
 line); it also writes DIR/provenance.json (commit, package versions, device, the CPU instruction
 set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
-finished workdir. `verify` checks a finished run against the committed receipt of its experiment
-and variant (results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode
-it matched in, and exits 1 naming every row that disagrees; `--all` reruns every receipt's
+finished workdir. `eval` scores a finished run on another data folder without training or choosing
+anything again, writing predictions and a report to OUT (experiments with an `evaluate`: the
+latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluate.py). `verify`
+checks a finished run against the committed receipt of its experiment and variant
+(results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode it matched in,
+and exits 1 naming every row that disagrees; `--all` reruns every receipt's
 variant first (`--quick`: the smoke ones), and one that fails to run is reported while the rest
 are still checked. `receipt` commits a finished run as its variant's receipt; `receipts` lists
 them with their commit and whether their experiment's code changed since
@@ -44,6 +48,10 @@ def _parser():
   run.add_argument("--process-id", type=int)
   report = sub.add_parser("report", help="rebuild the report of a finished run")
   report.add_argument("workdir")
+  evaluate = sub.add_parser("eval", help="score a finished run on another data folder")
+  evaluate.add_argument("workdir", help="a finished run")
+  evaluate.add_argument("--data", required=True, help="the folder to score (latent_pager: holding test.jsonl)")
+  evaluate.add_argument("--out", required=True, help="where the predictions and the report go")
   verify = sub.add_parser("verify", help="check a run against its committed receipt")
   verify.add_argument("workdir", nargs="?", help="a finished run (or --all)")
   verify.add_argument("--all", action="store_true", help="rerun every committed receipt's variant and check it")
@@ -136,6 +144,30 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None) -> in
   return 0
 
 
+def _eval(args) -> int:
+  """Hands a finished run to its experiment's `evaluate`; every refusal is one line."""
+  from jaxlab import experiments
+  from jaxlab.core import checkpoint, train
+
+  config_path = Path(args.workdir) / "config.json"
+  if not config_path.is_file():
+    return _error(f"{config_path} not found: is {args.workdir} the workdir of a run?")
+  try:
+    name = json.loads(config_path.read_text()).get("experiment")
+    module = experiments.get(name)
+  except (ValueError, KeyError) as e:
+    return _error(f"{config_path}: {e.args[0] if isinstance(e, KeyError) else e}")
+  if not hasattr(module, "evaluate"):
+    return _error(f"the {name} experiment has no `evaluate`, so `jaxlab eval` cannot score {args.workdir}")
+  try:
+    path = module.evaluate(args.workdir, args.data, args.out)
+  except (FileNotFoundError, ValueError, train.Unfinished, checkpoint.CheckpointMismatch) as e:
+    return _error((str(e).splitlines() or [type(e).__name__])[0])
+  if path is not None:
+    print(f"report: {path}")
+  return 0
+
+
 def _verify(args) -> int:
   from jaxlab.core import receipts
 
@@ -201,6 +233,8 @@ def main(argv=None) -> int:
     path = experiments.get(config.experiment).report(args.workdir)
     print(f"report: {path}")
     return 0
+  if args.command == "eval":
+    return _eval(args)
   if args.command == "verify":
     return _verify(args)
   if args.command == "receipts":

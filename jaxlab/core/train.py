@@ -142,6 +142,11 @@ class Stopped(Exception):
     self.result = result
 
 
+class Unfinished(RuntimeError):
+  """A `fit(..., restore_only=True)` found a run that has not reached its last step (or never
+  started): reading its result back would need training, which that call must not do."""
+
+
 BEST = "score"   # the checkpoint metric the best step is kept by
 
 
@@ -183,18 +188,33 @@ def _host(scalars: dict) -> dict:
   return {k: (float(v) if np.ndim(v) == 0 and not isinstance(v, (str, bool)) else v) for k, v in scalars.items()}
 
 
-def fit(loop: Loop, state, workdir, fingerprint: str, target=None) -> Result:
+def fit(loop: Loop, state, workdir, fingerprint: str, target=None, restore_only: bool = False) -> Result:
   """Runs `loop` from the workdir's latest checkpoint, or from `state`, to `loop.total` steps.
 
   `state`: the initial state, or a function that makes it (called only when there is no checkpoint
   to resume: a large model is then never built twice). `target`: the abstract state a checkpoint
   is read into (`checkpoint.abstract_like` with the state's shardings; default: `state`'s own).
+  `restore_only`: read a finished run's result back; no step runs and nothing is written to the
+  workdir (no metrics, no checkpoint), and a run short of its last step raises `Unfinished`.
   Raises `Stopped` when this call ends first (after saving), `checkpoint.CheckpointMismatch` when
   the workdir holds another run's checkpoints, `FloatingPointError` when a step's loss or gradient
   norm is not finite (nothing of it saved).
   """
   workdir = Path(workdir)
+  if restore_only and not (workdir / loop.folder).is_dir():  # checked first: the manager would create it
+    raise Unfinished(f"{workdir} has no {loop.folder}/: {loop.name} training never started there, so there is "
+                     "nothing to restore")
   with checkpoint.Checkpoints(workdir / loop.folder, fingerprint, best=BEST if loop.best else None) as ckpt:
+    if restore_only:
+      latest = ckpt.latest_step()
+      if latest is None or latest < loop.total:
+        raise Unfinished(f"{loop.name} training in {workdir} is at step {latest or 0} of {loop.total}; finish it "
+                         "with the `jaxlab run` command that started it")
+      state = state() if callable(state) else state
+      target = checkpoint.abstract_like(state) if target is None else target
+      last, meta = ckpt.restore(target)
+      best = ckpt.restore(target, step=ckpt.best_step())[0] if loop.best else last
+      return Result(last, best, meta.get("history", []), latest, [])
     history, window, start = [], [], 0
     if target is None:
       state = state() if callable(state) else state

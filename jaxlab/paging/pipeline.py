@@ -1,7 +1,8 @@
 """What every latent-pager mode is built from: `Setup` (the mesh, the frozen LM, its tokenizer, the
 page store and the shared generation settings), the pager's QA fine-tuning (`train_pager`), every
-system's answers on a split (`answer_split`), the predictions file, and `compare`, the mode the
-others repeat (`seeds`), sweep (`frontier`) or read back (`rot`)."""
+system's answers on a split (`answer_split`), the test answers with their timing (`answer_test`),
+the predictions file, and `compare`, the mode the others repeat (`seeds`), sweep (`frontier`) or
+read back (`rot`, and `evaluate` on other data)."""
 
 from __future__ import annotations
 
@@ -55,8 +56,10 @@ class Setup:
                                   t.separator, t.max_context_tokens, c.eval.batch_size, width, self.abstain)
 
 
-def train_pager(setup: Setup, config, workdir: Path, splits: dict) -> dict:
-  """QA fine-tuning; {"graphdef", "params", "history", "docs": {split: Documents}, "max_pages", "q_width"}."""
+def train_pager(setup: Setup, config, workdir: Path, splits: dict, restore_only: bool = False) -> dict:
+  """QA fine-tuning; {"graphdef", "params", "history", "docs": {split: Documents}, "max_pages", "q_width"}.
+  `restore_only`: the finished run in `workdir` read back, never trained (`core.train.Unfinished`
+  otherwise); the widths come from `splits`, so records to answer beyond the run's fit them."""
   c = config
   docs_for = lambda desc: (lambda documents: setup.documents(c, documents, desc))
   per_row = c.train.questions_per_row
@@ -67,10 +70,11 @@ def train_pager(setup: Setup, config, workdir: Path, splits: dict) -> dict:
   every = [r for recs in splits.values() for r in recs]
   max_pages = c.pages.max_pages or max(len(setup.store.chunks(d)) for d in {r["document"] for r in every})
   q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, every)
-  init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init else None
+  # Restored params replace every leaf, so a finished run is read back without its encoder folder.
+  init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init and not restore_only else None
   graphdef, params, history = train.fit(c, workdir, setup.lm, setup.tokenizer, tr, va, max_pages=max_pages,
                                         q_width=q_width, settings=setup.settings, pad_id=setup.pad, mesh=setup.mesh,
-                                        abstain=setup.abstain, init_params=init)
+                                        abstain=setup.abstain, init_params=init, restore_only=restore_only)
   return {"graphdef": graphdef, "params": params, "history": history, "max_pages": max_pages, "q_width": q_width,
           "validation_docs": va.docs}
 
@@ -113,6 +117,21 @@ def write_predictions(path: Path, records: list[dict], answered: dict) -> None:
       f.write(json.dumps(row) + "\n")
 
 
+def answer_test(setup: Setup, config, trained: dict, test: list[dict]) -> tuple[dict, dict]:
+  """Every system's answers on the test records, and timing.json's content: `timing.measure` on
+  the first `eval.latency_questions` of them that are not probes."""
+  tb = setup.text_buffer(test)
+  answered = answer_split(setup, config, trained, test, tb=tb)
+  timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
+  measured = timing.measure(setup, config, trained, tb, timed)
+  return answered, {**measured, "documents_computed": setup.store.computed, "max_pages": trained["max_pages"]}
+
+
+def write_test(workdir: Path, test: list[dict], answered: dict, timed: dict) -> None:
+  write_predictions(workdir / "predictions.jsonl", test, answered)
+  (workdir / "timing.json").write_text(json.dumps(timed, indent=1) + "\n")
+
+
 def compare(config, workdir: Path):
   """The `compare` mode: fine-tune the pager, answer validation and test with every system, time a
   subset, write the predictions and the report."""
@@ -120,16 +139,10 @@ def compare(config, workdir: Path):
   splits = data.load(config, workdir)
   trained = train_pager(setup, config, workdir, splits)
   val = answer_split(setup, config, trained, splits["validation"], docs=trained["validation_docs"])
-  test = splits["test"]
-  tb = setup.text_buffer(test)
-  answered = answer_split(setup, config, trained, test, tb=tb)
-  timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
-  measured = timing.measure(setup, config, trained, tb, timed)
+  answered, timed = answer_test(setup, config, trained, splits["test"])
   if jax.process_index() != 0:
     return None
   write_predictions(workdir / "validation.jsonl", splits["validation"], val)
-  write_predictions(workdir / "predictions.jsonl", test, answered)
   (workdir / "history.json").write_text(json.dumps(trained["history"], indent=1) + "\n")
-  (workdir / "timing.json").write_text(json.dumps({**measured, "documents_computed": setup.store.computed,
-                                                   "max_pages": trained["max_pages"]}, indent=1) + "\n")
+  write_test(workdir, splits["test"], answered, timed)
   return pager_report.write(workdir)

@@ -127,10 +127,12 @@ FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", 
 
 
 def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_pages: int, q_width: int, settings,
-        pad_id: int, mesh, abstain=None, init_params=None) -> tuple[object, object, list[dict]]:
+        pad_id: int, mesh, abstain=None, init_params=None,
+        restore_only: bool = False) -> tuple[object, object, list[dict]]:
   """Trains (or resumes) the pager on the core loop; returns its graphdef, the best-by-val-F1
   params and the history. `init_params`: a pretrained encoder's parameters to start from (see
-  `pretrain`)."""
+  `pretrain`). `restore_only`: read a finished run back without training (`core.train.Unfinished`
+  when it has not finished)."""
   t = config.train
   per_row = t.questions_per_row
   if t.batch_size % mesh.size:
@@ -179,7 +181,7 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
                         eval_at_start=init_params is not None,
                         best=lambda record: selection(record["val_f1"], record["step"]), name="pager")
   fingerprint = checkpoint.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS if k in config})
-  result = train_lib.fit(loop, state, workdir, fingerprint)
+  result = train_lib.fit(loop, state, workdir, fingerprint, restore_only=restore_only)
   return graphdef, result.best["params"], result.history
 
 

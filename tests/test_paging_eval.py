@@ -1,0 +1,99 @@
+"""`jaxlab eval`: a finished latent-pager `compare` run (`smoke` on the tiny random Qwen3 of
+test_latent_pager.py) scored on its own test split, exported as JSONL, gives its summary.json and
+predictions byte for byte and trains nothing; every refusal is one line on stderr."""
+
+import json
+import shutil
+
+import pytest
+
+from jaxlab.paging import data, experiment
+from launch import main
+from tests.test_latent_pager import _load, tiny_lm_folder
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+  """A finished `smoke` comparison in its workdir."""
+  root = tmp_path_factory.mktemp("eval")
+  workdir = root / "compare"
+  config = _load("smoke", tiny_lm_folder(root / "lm"), workdir)
+  experiment.run(config, workdir)
+  return config, workdir
+
+
+def _eval(capsys, workdir, folder, out):
+  code = main.main(["eval", str(workdir), "--data", str(folder), "--out", str(out)])
+  return code, capsys.readouterr().err
+
+
+@pytest.mark.float_sensitive
+def test_the_runs_own_test_split_scores_as_the_run_did(finished, tmp_path, capsys):
+  config, workdir = finished
+  folder = data.export_jsonl(data.load(config, workdir, splits=("test",)), tmp_path / "data")
+  assert [p.name for p in folder.iterdir()] == ["test.jsonl"]   # nothing else is needed
+  assert not any('"probe"' in line for line in (folder / "test.jsonl").read_text().splitlines())
+  checkpoints = sorted(p.name for p in (workdir / "checkpoints").iterdir())
+  log = (workdir / "train_log.jsonl").read_bytes()
+  out = tmp_path / "out"
+  code, err = _eval(capsys, workdir, folder, out)
+  assert code == 0, err
+  for name in ("summary.json", "predictions.jsonl", "validation.jsonl", "history.json"):
+    assert (out / name).read_bytes() == (workdir / name).read_bytes(), name
+  # Nothing trained: the same checkpoints and training log.
+  assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == checkpoints
+  assert (workdir / "train_log.jsonl").read_bytes() == log
+  ours, theirs = (json.loads((d / "config.json").read_text()) for d in (out, workdir))
+  assert ours["data"].pop("jsonl_dir") == str(folder) and theirs["data"].pop("jsonl_dir") == ""
+  assert ours == theirs
+  evaluated = json.loads((out / "evaluated.json").read_text())
+  rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+  assert evaluated["data_dir"] == str(folder) and len(evaluated["test_sha256"]) == 64
+  assert evaluated["questions"] + evaluated["probes"] == len(rows) and evaluated["documents_in_training"] == 0
+  timing = json.loads((out / "timing.json").read_text())
+  assert timing["latent_pager"]["ids"] == json.loads((workdir / "timing.json").read_text())["latent_pager"]["ids"]
+  assert (out / "report.md").is_file()
+
+
+def test_refusals_are_one_line(finished, tmp_path, capsys):
+  _, workdir = finished
+  out = tmp_path / "out"
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  code, err = _eval(capsys, workdir, empty, out)
+  assert code == 2 and "test.jsonl not found" in err and err.count("\n") == 1
+  bad = tmp_path / "bad"
+  bad.mkdir()
+  (bad / "test.jsonl").write_text('{"id": "a"}\n')
+  code, err = _eval(capsys, workdir, bad, out)
+  assert code == 2 and f"{bad / 'test.jsonl'}:1" in err and err.count("\n") == 1
+  code, err = _eval(capsys, tmp_path / "nowhere", empty, out)
+  assert code == 2 and "config.json not found" in err
+  # Another mode, and an experiment without `evaluate`.
+  for name, fields in (("rot", {"mode": "rot"}), ("org_forms", {"experiment": "org_forms"})):
+    other = tmp_path / name
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({**json.loads((workdir / "config.json").read_text()), **fields}))
+    code, err = _eval(capsys, other, empty, out)
+    assert code == 2 and err.count("\n") == 1
+    assert ("mode 'rot'" if name == "rot" else "org_forms experiment has no `evaluate`") in err
+  assert not out.exists()
+
+
+def test_an_unfinished_run_is_refused_not_trained(finished, tmp_path, capsys):
+  config, workdir = finished
+  unfinished = tmp_path / "unfinished"
+  shutil.copytree(workdir, unfinished, ignore=shutil.ignore_patterns("checkpoints"))
+  folder = data.export_jsonl({"test": data.load(config, workdir, splits=("test",))["test"][:2]}, tmp_path / "data")
+  code, err = _eval(capsys, unfinished, folder, tmp_path / "out")
+  assert code == 2 and "training never started" in err and err.count("\n") == 1
+  assert not (unfinished / "checkpoints").exists() and not (tmp_path / "out").exists()
+  # Stopped part way: the last step's checkpoint gone, the best one kept.
+  stopped = tmp_path / "stopped"
+  shutil.copytree(workdir, stopped)
+  steps = sorted(int(p.name) for p in (stopped / "checkpoints").iterdir() if p.name.isdigit())
+  shutil.rmtree(stopped / "checkpoints" / str(steps[-1]))
+  code, err = _eval(capsys, stopped, folder, tmp_path / "out")
+  assert code == 2 and f"of {steps[-1]}; finish it" in err and err.count("\n") == 1
+  assert {int(p.name) for p in (stopped / "checkpoints").iterdir() if p.name.isdigit()} == set(steps[:-1])
+  assert not (tmp_path / "out").exists()
