@@ -227,6 +227,52 @@ def test_risk_coverage_and_aurc():
   assert a["precision"] == 0.5 and a["recall"] == 0.5
 
 
+def test_coverage_rule_answers_its_share_and_ties_together():
+  conf = np.arange(10) / 10
+  got = selective.choose(["a"] * 10, conf, ["a"] * 10, "unknown", "coverage", 0.8)
+  assert got["threshold"] == pytest.approx(0.2) and got["coverage"] == 0.8 and got["rule"] == "coverage"
+  assert selective.threshold_at_coverage(conf, 1.0)["threshold"] == -np.inf
+  tied = selective.threshold_at_coverage([0.5, 0.5, 0.5, 0.1], 0.5)   # a tie at the cut is answered whole
+  assert tied["coverage"] == 0.75
+  # The utility rule may abstain on most questions; the coverage rule cannot.
+  golds, answers = ["unknown", "unknown", "unknown", "a"], ["x", "y", "z", "a"]
+  assert selective.choose(answers, [0.1, 0.2, 0.3, 0.9], golds, "unknown", "utility", 0.8)["coverage"] == 0.25
+  assert selective.choose(answers, [0.1, 0.2, 0.3, 0.9], golds, "unknown", "coverage", 0.75)["coverage"] == 0.75
+  assert selective.answered(0.7, 10) == 7 and selective.answered(0.8, 4) == 4
+
+
+def test_f1_at_coverage_aurc_and_auroc_agree_with_their_definitions():
+  rng = np.random.default_rng(0)
+  conf, util = rng.integers(0, 5, 40).astype(float), rng.random(40)   # ties in confidence
+  rc = selective.risk_coverage(conf, 1 - util)
+  for c in (0.5, 0.8, 1.0):
+    k = selective.answered(c, 40)
+    assert selective.f1_at_coverage(conf, util, c) == pytest.approx(1 - rc["risk"][k - 1])
+  assert selective.aurc(conf, 1 - util) == pytest.approx(rc["aurc"])
+  idx = rng.integers(0, 40, (7, 40))   # batched resamples agree with one at a time
+  np.testing.assert_allclose(selective.f1_at_coverage(conf, util, 0.8, idx),
+                             [selective.f1_at_coverage(conf[i], util[i], 0.8) for i in idx])
+  np.testing.assert_allclose(selective.aurc(conf, 1 - util, idx), [selective.aurc(conf[i], 1 - util[i]) for i in idx])
+  pos = rng.random(40) < 0.7
+  pairs = [(a > b) + 0.5 * (a == b) for a in conf[pos] for b in conf[~pos]]
+  assert selective.auroc(conf, pos) == pytest.approx(np.mean(pairs))
+  np.testing.assert_allclose(selective.auroc(conf, pos, idx), [selective.auroc(conf[i], pos[i]) for i in idx])
+  assert selective.auroc([0.9, 0.8, 0.1], [True, True, False]) == 1.0
+  assert selective.auroc([0.5, 0.5, 0.5], [True, True, False]) == 0.5 and np.isnan(selective.auroc([1, 2], [True, True]))
+
+
+def test_answer_categories_and_hallucination():
+  doc = "Mara Okafor was born in Alder Falls. Corvin Systems is headquartered in Birch Ridge."
+  kind = lambda a, gold="Alder Falls", ok=True: metrics.category(a, gold, doc, "unknown", ok)
+  assert kind("Alder Falls") == "correct" and kind("Falls") == "correct"         # F1 2/3
+  assert kind("Birch Ridge") == "wrong_from_document" and kind("Cedar Hollow") == "invented"
+  assert kind("unknown") == "abstained" and kind("the") == "malformed" and kind("") == "malformed"
+  assert kind("Alder Falls", gold="unknown", ok=False) == "wrong_from_document"   # never correct when unanswerable
+  assert not metrics.hallucinated("correct", True) and metrics.hallucinated("wrong_from_document", True)
+  assert metrics.hallucinated("malformed", False) and not metrics.hallucinated("abstained", False)
+  assert not metrics.hallucinated("malformed", True)
+
+
 def test_abstain_answer_is_recognised_by_its_ids():
   tok = Tokenizer(models.WordLevel({"<pad>": 0, "<eos>": 1, "<unk>": 2, "Answer": 3, ":": 4}, unk_token="<unk>"))
   tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -296,7 +342,7 @@ def run(tiny_lm, tmp_path_factory):
   root = tmp_path_factory.mktemp("run")
   seen = {"generate": [], "lm": {}, "thresholds": []}
   real = {"fit": train.fit, "pretrain": pretrain.run, "generate": generation.Generator.__call__,
-          "choose": selective.choose_threshold}
+          "choose": selective.choose}
 
   def spy(name):
     def wrapped(config, workdir, lm, *args, **kw):
@@ -311,16 +357,16 @@ def run(tiny_lm, tmp_path_factory):
     seen["generate"].append((self.settings, prefix_embeds is not None))
     return real["generate"](self, ids, mask, prefix_embeds)
 
-  def choose(answers, confidence, golds, abstain):
+  def choose(answers, confidence, golds, abstain, rule, coverage):
     seen["thresholds"].append(list(golds))
-    return real["choose"](answers, confidence, golds, abstain)
+    return real["choose"](answers, confidence, golds, abstain, rule, coverage)
 
   pre_dir = root / "pretrain"
   with pytest.MonkeyPatch.context() as mp:
     mp.setattr(train, "fit", spy("fit"))
     mp.setattr(pretrain, "run", spy("pretrain"))
     mp.setattr(generation.Generator, "__call__", generate)
-    mp.setattr(selective, "choose_threshold", choose)
+    mp.setattr(selective, "choose", choose)
     # The encoder is pretrained without the decoder bridge and `smoke` adds one, as `pretrain` and `cpu` do.
     pre = _load("smoke", tiny_lm, pre_dir, "--config.mode=pretrain", "--config.pager.init=",
                 "--config.pager.decoder_lora_rank=0", "--config.pretrain.steps=12", "--config.pretrain.eval_every=6")
@@ -432,13 +478,26 @@ def test_report_headline_and_rebuild(run):
   config, workdir, _, _ = run
   summary = json.loads((workdir / "summary.json").read_text())
   h = summary["headline"]
-  for key in ("pager_encoder", "slots_per_chunk", "pager_f1", "text_buffer_f1", "pager_grounded_hallucination",
-              "text_buffer_grounded_hallucination", "pager_aurc", "text_buffer_aurc"):
+  # The report shows answer quality before abstention first and gated F1 last.
+  shown = (workdir / "report.md").read_text()
+  assert shown.index("| pager_f1_ungated |") < shown.index("| pager_f1_at_80 |") < shown.index("| pager_aurc |") \
+      < shown.index("| pager_hallucination |") < shown.index("| pager_f1_gated |")
+  assert "The bar (non-inferiority; superiority reported beside)" in shown
+  for key in ("pager_f1_at_50", "pager_f1_at_80", "pager_f1_at_100", "pager_minus_text_buffer_f1_at_80",
+              "pager_aurc", "text_buffer_aurc", "pager_minus_text_buffer_aurc", "pager_hallucination",
+              "pager_minus_text_buffer_hallucination"):
     assert key in h
-  assert h["pager_encoder"] == "pointer" and h["pager_f1"]["ci"] is not None
+  assert h["pager_encoder"] == "pointer" and h["pager_f1_ungated"]["ci"] is not None and h["pager_aurc"]["ci"]
+  th = summary["thresholds"]["text_buffer"]
+  assert th["rule"] == "coverage" and th["coverage"] >= config.eval.target_coverage
+  errors = summary["errors"]["latent_pager"]
+  main = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  main = [r for r in main if not r["probe"]]
+  assert sum(errors["answerable"].values()) + sum(errors["unanswerable"].values()) == len(main)
+  assert errors["unanswerable"]["correct"] == 0 and 0 <= summary["figures"]["unanswerable/latent_pager/auroc"]["mean"] <= 1
   # The wall-clock ratio and the bar's latency part live beside the latencies, not in summary.json.
   timed = json.loads((workdir / "timing.json").read_text())
-  assert "latency_ratio" not in h and set(summary["bar"]) == {"f1", "hallucination"}
+  assert "latency_ratio" not in h and set(summary["bar"]) == {"f1_ungated", "f1_at_80", "hallucination", "superior"}
   assert timed["latency_ratio"]["n"] == config.eval.latency_questions and isinstance(timed["latency_bar"], bool)
   assert timed["latent_pager"]["ids"] == timed["text_buffer"]["ids"] and timed["cpu_ratio"]["n"] > 0
   assert all(len(timed[s]["cpu_s"]) == len(timed[s]["latency_s"]) for s in ("latent_pager", "text_buffer"))
@@ -482,9 +541,11 @@ def test_seeds_train_apart_on_the_same_data_and_are_graded_over_seeds(run, tiny_
   assert history[0][0] == history[1][0]                       # both start from the same pretrained pager
   assert [h["val_loss"] for h in history[0][1:]] != [h["val_loss"] for h in history[1][1:]]
   summary = json.loads((workdir / "summary.json").read_text())
-  over = summary["intervals"]["over_seeds/f1/latent_pager-text_buffer"]
-  assert over["n_seeds"] == 2 and over["ci"] is not None
-  assert set(summary["bar"]["per_seed"]) == {"0", "1"} and set(summary["bar"]["over_seeds"]) == {"f1", "hallucination"}
+  for part in ("f1_ungated", "f1_at_80", "hallucination"):
+    over = summary["intervals"][f"over_seeds/{part}/latent_pager-text_buffer"]
+    assert over["n_seeds"] == 2 and over["ci"] is not None
+  assert set(summary["bar"]["per_seed"]) == {"0", "1"}
+  assert set(summary["bar"]["over_seeds"]) == {"f1_ungated", "f1_at_80", "hallucination", "superior"}
   timed = json.loads((workdir / "timing.json").read_text())
   assert timed["over_seeds"]["latency_ratio"]["n_seeds"] == 2 and "latency_ratio" not in json.dumps(summary)
   before = (workdir / "summary.json").read_bytes()

@@ -77,50 +77,74 @@ def _interval(diff, lo, hi, n=400):
   return {"diff": diff, "ci": [lo, hi], "n": n, "p": 0.5}
 
 
-def _pager_headline(f1, hal):
-  return {"pager_minus_text_buffer_f1": f1, "pager_minus_text_buffer_grounded_hallucination": hal}
+DECLARED = {"f1_margin": 0.02, "coverage": 0.8, "hallucination_margin": 0.01, "speedup": 2.55}
 
 
-def test_pager_targets_are_the_bar_parts():
+def _pager_headline(f1, hal, at80=None):
+  return {"pager_minus_text_buffer_f1_ungated": f1, "pager_minus_text_buffer_f1_at_80": f1 if at80 is None else at80,
+          "pager_minus_text_buffer_hallucination": hal}
+
+
+def test_pager_targets_are_the_declared_non_inferiority_margins():
+  # F1 within the margin below 0 and hallucination within the margin above 0: non-inferior, not superior.
+  h = _pager_headline(_interval(-0.001, -0.019, 0.045), _interval(0.002, -0.010, 0.009, 500))
+  b = pager.bar(h, DECLARED)
+  rows = pager.targets(h, b, DECLARED, {})
+  assert [r["met"] for r in rows[:3]] == [True, True, True] == [b["f1_ungated"], b["f1_at_80"], b["hallucination"]]
+  assert b["superior"] == {"f1_ungated": False, "f1_at_80": False, "hallucination": False}
+  assert rows[0]["ours"] == "-0.0010 [-0.0190, +0.0450]" and "at or above -0.02" in rows[0]["text"]
+  assert "at or below +0.01" in rows[2]["text"]
+  # A zero margin used to pass whenever the interval reached 0; the declared margin does not move with it.
   h = _pager_headline(_interval(-0.011, -0.068, 0.045), _interval(0.010, -0.010, 0.030, 500))
-  b = pager.bar(h)
-  rows = pager.targets(h, b)
-  assert [r["met"] for r in rows] == [True, True] == [b["f1"], b["hallucination"]]
-  assert rows[0]["ours"] == "-0.0110 [-0.0680, +0.0450]" and "reaches 0 or above" in rows[0]["text"]
-  assert rows[1]["ours"] == "+0.0100 [-0.0100, +0.0300]" and "reaches 0 or below" in rows[1]["text"]
-  h = _pager_headline(_interval(-0.1, -0.15, -0.05), _interval(0.1, 0.05, 0.15, 500))
-  assert [r["met"] for r in pager.targets(h, pager.bar(h))] == [False, False]
+  assert [r["met"] for r in pager.targets(h, pager.bar(h, DECLARED), DECLARED, {})[:3]] == [False, False, False]
+  h = _pager_headline(_interval(0.05, 0.01, 0.09), _interval(-0.02, -0.03, -0.01, 500))
+  assert pager.bar(h, DECLARED)["superior"] == {"f1_ungated": True, "f1_at_80": True, "hallucination": True}
   h = _pager_headline(None, None)
-  rows = pager.targets(h, pager.bar(h))
-  assert [r["met"] for r in rows] == [None, None] and rows[0]["ours"] == "n/a"
+  rows = pager.targets(h, pager.bar(h, DECLARED), DECLARED, {})
+  assert [r["met"] for r in rows] == [None, None, None, None] and rows[0]["ours"] == "n/a"
+  assert "-0.02" in pager.declared_text(DECLARED) and "2.55x" in pager.declared_text(DECLARED)
+
+
+def test_pager_detection_goal_needs_precision_at_recall():
+  h = _pager_headline(None, None)
+  fig = lambda p, r: {"abstention/latent_pager": {"precision": p, "recall": r}, "abstention/text_buffer": {
+      "precision": 0.25, "recall": 0.9}}
+  goal = lambda p, r: pager.targets(h, pager.bar(h, DECLARED), DECLARED, fig(p, r))[-1]["met"]
+  assert goal(0.6, 0.5) is True and goal(0.59, 0.9) is False and goal(0.9, 0.49) is False
 
 
 def test_pager_latency_target_is_in_the_report_only():
   ratio = {"mean": 2.61, "ci": [2.5, 2.7], "n": 50}
-  row = pager_report.latency_target(ratio)
+  row = pager_report.latency_target(ratio, 2.55)
   assert row["met"] is True and row["ours"] == "2.61 [2.50, 2.70]x (timing.json)"
-  assert pager_report.latency_target({**ratio, "mean": 2.4})["met"] is False and pager_report.latency_target(None)["met"] is None
-  h = _pager_headline(_interval(-0.011, -0.068, 0.045), _interval(0.010, -0.010, 0.030, 500))
-  summary = {"targets": pager.targets(h, pager.bar(h))}
-  heading, text = pager_report.targets_section(summary, {"latency_ratio": ratio})
-  assert heading == "Targets" and text.startswith("3 of 3 targets met.")
-  assert "lower latency" in text and "timing.json" in text and len(summary["targets"]) == 2
+  assert pager_report.latency_target({**ratio, "mean": 2.4}, 2.55)["met"] is False
+  assert pager_report.latency_target(None, 2.55)["met"] is None
+  h = _pager_headline(_interval(-0.001, -0.019, 0.045), _interval(0.002, -0.010, 0.009, 500))
+  summary = {"targets": pager.targets(h, pager.bar(h, DECLARED), DECLARED, {})[:3]}
+  heading, text = pager_report.targets_section(summary, {"latency_ratio": ratio}, 2.55)
+  assert heading == "Targets" and text.startswith("4 of 4 targets met.")
+  assert "lower latency" in text and "timing.json" in text and len(summary["targets"]) == 3
   assert "latency" not in json.dumps(summary)             # summary.json holds no wall-clock figure
-  assert pager_report.targets_section(summary, {})[1].startswith("2 of 3 targets met (1 cannot be judged in this run).")
+  assert pager_report.targets_section(summary, {}, 2.55)[1].startswith("3 of 4 targets met (1 cannot be judged")
 
 
 def test_seed_study_targets_are_the_bar_over_seeds():
-  units = 6
-  text = {"f1": np.linspace(0.2, 0.7, units), "hallucination_grounded": np.zeros(units)}
+  units = 10
+  rng = np.random.default_rng(0)
+  text_f1 = np.linspace(0.2, 0.7, units)
   h = _pager_headline(_interval(0.0, -0.1, 0.1), _interval(0.0, -0.1, 0.1))
-  runs = {s: {"ids": list(range(units)), "answerable": np.ones(units, bool), "text_answers": ["x"] * units,
-              "scores": {"text_buffer": text, "latent_pager": {k: v + 0.01 * s for k, v in text.items()}},
-              "history": [{"step": 0, "val_f1": 0.3}], "summary": {"headline": h, "bar": pager.bar(h)}}
+  runs = {s: {"ids": list(range(units)), "answerable": np.arange(units) < 8, "text_answers": ["x"] * units,
+              "f1": {"text_buffer": text_f1, "latent_pager": text_f1 + 0.01 * s},
+              "hallucination": {"text_buffer": np.zeros(units), "latent_pager": np.zeros(units)},
+              "confidence": {"text_buffer": rng.random(units), "latent_pager": rng.random(units)},
+              "history": [{"step": 0, "val_f1": 0.3}],
+              "summary": {"headline": h, "bar": pager.bar(h, DECLARED)}}
           for s in (0, 1)}
-  summary = seeds.summarize({"experiment": "latent_pager", "variant": "seeds", "seed": 0, "eval": {"bootstrap": 200}},
-                            runs)
-  assert [t["met"] for t in summary["targets"]] == [summary["bar"]["over_seeds"]["f1"],
-                                                    summary["bar"]["over_seeds"]["hallucination"]]
+  config = {"experiment": "latent_pager", "variant": "seeds", "seed": 0, "eval": {"bootstrap": 200}, "bar": DECLARED}
+  summary = seeds.summarize(config, runs)
+  over = summary["bar"]["over_seeds"]
+  assert [t["met"] for t in summary["targets"]] == [over["f1_ungated"], over["f1_at_80"], over["hallucination"]]
+  assert summary["intervals"]["over_seeds/f1_ungated/latent_pager-text_buffer"]["diff"] > 0
   assert "latency" not in json.dumps(summary)
 
 

@@ -25,7 +25,7 @@ import jax
 from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
                                 require_int, tuple_of)
 from jaxlab.paging import (encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
-                           reporting as pager_report, rot, seeds)
+                           reporting as pager_report, rot, seeds, selective)
 from jaxlab.paging.pipeline import DTYPES
 
 
@@ -126,6 +126,14 @@ def validate(config) -> None:
   require(config, "eval.pager_confidence", lambda v: v in pager_lib.CONFIDENCES, f"one of {pager_lib.CONFIDENCES}")
   require(config, "eval.pager_confidence", lambda v: v != "head+answer" or config.sufficiency.enabled,
           "'head' or 'answer' without the sufficiency head (sufficiency.enabled)")
+  require(config, "eval.threshold_rule", lambda v: v in selective.RULES, f"one of {selective.RULES}")
+  require(config, "eval.target_coverage", lambda v: is_probability(v) and v > 0, "in (0, 1]")
+  require(config, "eval.coverages", tuple_of(None, lambda v: is_probability(v) and v > 0),
+          "a tuple of shares in (0, 1]")
+  for field in ("f1_margin", "hallucination_margin"):
+    require(config, f"bar.{field}", is_non_negative, ">= 0")
+  require(config, "bar.coverage", lambda v: v in tuple(config.eval.coverages), "one of eval.coverages")
+  require(config, "bar.speedup", is_positive, "positive")
   f = config.frontier
   require(config, "frontier.encoders", tuple_of(None, lambda e: e in encoders.names()), f"a tuple of {encoders.names()}")
   for field in ("slots_per_chunk", "pointer_slots_per_chunk", "icae_slots_per_chunk"):

@@ -163,7 +163,7 @@ def summarize(config, rows, val, sweep, encoders_dir: Path) -> dict:
   ev, abstain = config["eval"], config["data"]["abstain_answer"]
   chosen = sweep["selection"]["chosen"]
   systems = [s for s in ("text_buffer", "full_context") if s in rows[0]["answers"]] + sorted(set(chosen.values()))
-  thresholds = analysis.thresholds(val, abstain, systems)   # every chosen point abstains as `cpu`'s pager does
+  thresholds = analysis.thresholds(val, config, systems)   # every chosen point abstains as `cpu`'s pager does
   ok = np.array([r.get("answerable", True) for r in rows])
   sc = {s: analysis.scores(rows, analysis.final_answers(rows, s, thresholds, abstain), abstain) for s in systems}
   figures, intervals = {}, {}

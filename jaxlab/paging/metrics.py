@@ -16,6 +16,12 @@ latent-pager code", metrics).
   claim is grounded only when at least 80% of its distinct content tokens occur in the document.
 - `answer_words`, `contains_gold`: length in whitespace words, and whether the normalized gold
   answer occurs inside the normalized prediction (token-F1 rewards short answers: a length effect).
+- `category`: what an answer is, as served: "abstained" (the abstain string), "malformed" (no
+  content word: empty, or function words only), "correct" (token F1 >= `CORRECT_F1` against the
+  gold answer), "wrong_from_document" (not correct, yet grounded: what it names is in the
+  document, e.g. another entity of it) or "invented" (not grounded). `hallucinated`: a
+  wrong-from-document or invented answer to an answerable question, or any answer other than
+  abstaining to an unanswerable one (naming something the document does not say is the answer).
 - `consistency_pairs`: questions on the same document with the same normalized gold answer (in
   the synthetic set, a multi-hop question and its second hop asked directly) should get the same
   answer; each such pair scores 1 when the two normalized predictions agree.
@@ -83,6 +89,27 @@ def per_answer(prediction: str, gold: str, document: str) -> dict:
           "rouge_l": rouge_l(prediction, gold), "hallucination": hallucination(prediction, document, gold),
           "hallucination_grounded": hallucination_grounded(prediction, document),
           "answer_words": float(answer_words(prediction)), "contains_gold": contains_gold(prediction, gold)}
+
+
+CATEGORIES = ("correct", "wrong_from_document", "invented", "abstained", "malformed")
+CORRECT_F1 = 0.5   # token F1 at which a short answer counts as correct (1 of 2 words right)
+
+
+def category(prediction: str, gold: str, document: str, abstain: str, answerable: bool = True) -> str:
+  """One of `CATEGORIES` (an unanswerable question's answers are never "correct")."""
+  if normalize(prediction) == normalize(abstain):
+    return "abstained"
+  if not set(normalize(prediction).split()) - STOPWORDS:
+    return "malformed"
+  if answerable and token_f1(prediction, gold) >= CORRECT_F1:
+    return "correct"
+  return "invented" if hallucination_grounded(prediction, document) > 0 else "wrong_from_document"
+
+
+def hallucinated(category_: str, answerable: bool) -> bool:
+  if answerable:
+    return category_ in ("wrong_from_document", "invented")
+  return category_ != "abstained"
 
 
 def consistency_pairs(records: list[dict]) -> list[tuple[int, int]]:

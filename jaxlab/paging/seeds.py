@@ -28,14 +28,23 @@ import numpy as np
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import to_dict
 from jaxlab.core.stats import describe, nested_bootstrap
-from jaxlab.paging import analysis, pipeline, reporting as pager_report
-
-PARTS = (("f1", "F1, answerable questions"), ("hallucination_grounded", "grounded hallucination, every question"))
-
+from jaxlab.paging import analysis, metrics, pipeline, reporting as pager_report, selective
 
 def seed_unit_mean(d: np.ndarray):
   """The margin function of `nested_bootstrap` for the mean of a (seeds, units) array."""
   return lambda si, ui: d[si[..., :, None], ui[..., None, :]].mean(axis=(-2, -1))
+
+
+def seed_coverage_margin(conf: np.ndarray, util: np.ndarray, text_conf: np.ndarray, text_util: np.ndarray,
+                         coverage: float):
+  """The margin function of `nested_bootstrap` for pager - text buffer F1 at `coverage`: each
+  drawn seed's pager answers its most confident share of the drawn questions; the mean over
+  drawn seeds minus the text buffer's on the same questions."""
+  def margin(si, ui):
+    rows = si[..., :, None], ui[..., None, :]
+    pager = selective.top_share_mean(conf[rows], util[rows], coverage).mean(axis=-1)
+    return pager - selective.f1_at_coverage(text_conf, text_util, coverage, ui)
+  return margin
 
 
 def seed_config(config, seed: int):
@@ -65,15 +74,20 @@ def run(config, workdir: Path):
 
 # ----------------------------------------------------------------------------- report
 def _scored(sub: Path) -> dict:
-  """One seed's gated answers scored as its `compare` summary scores them."""
+  """One seed's per-question figures, as its `compare` summary computes them: F1 before
+  abstaining (answerable questions), hallucination as served, and the confidence and F1 that
+  F1 at coverage ranks."""
   config, rows, val, history, timing = analysis.load(sub)
   abstain = config["data"]["abstain_answer"]
   main = [r for r in rows if not r["probe"]]
-  chosen = analysis.thresholds(val, abstain, ("latent_pager", "text_buffer"))
-  sc = {s: analysis.scores(main, analysis.final_answers(main, s, chosen, abstain), abstain)
-        for s in ("latent_pager", "text_buffer")}
+  systems = ("latent_pager", "text_buffer")
+  chosen = analysis.thresholds(val, config, systems)
+  _, halluc = analysis.served(main, {s: analysis.final_answers(main, s, chosen, abstain) for s in systems}, abstain)
+  f1 = {s: np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in main]) for s in systems}
+  conf = {s: np.array([r["confidence"][s] for r in main], np.float64) for s in systems}
   return {"ids": [r["id"] for r in main], "answerable": np.array([r.get("answerable", True) for r in main]),
-          "scores": sc, "text_answers": [r["answers"]["text_buffer"] for r in main], "history": history,
+          "f1": f1, "hallucination": halluc, "confidence": conf,
+          "text_answers": [r["answers"]["text_buffer"] for r in main], "history": history, "config": config,
           "timing": timing, "summary": json.loads((sub / "summary.json").read_text())}
 
 
@@ -86,33 +100,44 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
                        "seeds of one study must share the data and the text buffer")
   ok = first["answerable"]
   boots, rseed = config["eval"]["bootstrap"], config["seed"]
+  declared = config["bar"]
   figures, intervals, per_seed = {}, {}, {}
-  for metric, _ in PARTS:
-    sel = ok if metric == "f1" else np.ones_like(ok)
-    text = first["scores"]["text_buffer"][metric][sel]
-    pager = np.stack([runs[s]["scores"]["latent_pager"][metric][sel] for s in seeds])   # (seeds, questions)
-    figures[f"text_buffer/{metric}"] = describe(text)
+  stack = lambda key: np.stack([runs[s][key]["latent_pager"] for s in seeds])   # (seeds, questions)
+  text = lambda key: first[key]["text_buffer"]
+  # F1 before abstaining on answerable questions; hallucination as served on every question.
+  for metric, values, sel in (("f1_ungated", "f1", ok), ("hallucination", "hallucination", np.ones_like(ok))):
+    t, pager = text(values)[sel], stack(values)[:, sel]
+    figures[f"text_buffer/{metric}"] = describe(t)
     for i, s in enumerate(seeds):
       figures[f"seed_{s}/latent_pager/{metric}"] = describe(pager[i])
     figures[f"over_seeds/latent_pager/{metric}"] = describe(pager.mean(axis=1))   # sd: between seeds
-    d = pager - text[None]
+    d = pager - t[None]
     intervals[f"over_seeds/{metric}/latent_pager-text_buffer"] = nested_bootstrap(
         seed_unit_mean(d), len(seeds), d.shape[1], boots, rseed)
+  # F1 at the bar's coverage over every question (unanswerable gold: the abstain string).
+  key, c = analysis.coverage_key(declared["coverage"]), declared["coverage"]
+  conf, util = stack("confidence"), stack("f1")
+  figures[f"text_buffer/{key}"] = {"mean": float(selective.f1_at_coverage(text("confidence"), text("f1"), c)),
+                                   "sd": None, "n": len(ok)}
+  per = np.array([selective.f1_at_coverage(conf[i], util[i], c) for i in range(len(seeds))])
+  for i, s in enumerate(seeds):
+    figures[f"seed_{s}/latent_pager/{key}"] = {"mean": float(per[i]), "sd": None, "n": len(ok)}
+  figures[f"over_seeds/latent_pager/{key}"] = describe(per)
+  intervals[f"over_seeds/{key}/latent_pager-text_buffer"] = nested_bootstrap(
+      seed_coverage_margin(conf, util, text("confidence"), text("f1"), c), len(seeds), len(ok), boots, rseed)
+  parts = analysis.bar_parts(declared)
   for s in seeds:
     h = runs[s]["summary"]["headline"]
     best = max(runs[s]["history"], key=lambda r: (r["val_f1"], -r["step"]))
     figures[f"seed_{s}/best_val_f1"] = {"mean": best["val_f1"], "sd": None, "n": 1}
-    intervals[f"seed_{s}/f1/latent_pager-text_buffer"] = h["pager_minus_text_buffer_f1"]
-    intervals[f"seed_{s}/hallucination_grounded/latent_pager-text_buffer"] = \
-        h["pager_minus_text_buffer_grounded_hallucination"]
+    for part, hkey, _, _ in parts:
+      intervals[f"seed_{s}/{part}/latent_pager-text_buffer"] = h[hkey]
     per_seed[str(s)] = {"kept_step": best["step"], **runs[s]["summary"]["bar"]}
-  over = {"pager_minus_text_buffer_f1": intervals["over_seeds/f1/latent_pager-text_buffer"],
-          "pager_minus_text_buffer_grounded_hallucination":
-              intervals["over_seeds/hallucination_grounded/latent_pager-text_buffer"]}
-  bar = {"per_seed": per_seed, "over_seeds": analysis.bar(over)}
+  over = {hkey: intervals[f"over_seeds/{part}/latent_pager-text_buffer"] for part, hkey, _, _ in parts}
+  bar = {"per_seed": per_seed, "over_seeds": analysis.bar(over, declared)}
   return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
           "figures": figures, "intervals": intervals, "bar": bar,
-          "targets": analysis.targets(over, bar["over_seeds"])}
+          "targets": analysis.targets(over, bar["over_seeds"], declared, {})[:len(parts)]}
 
 
 def latency(config: dict, runs: dict[int, dict]) -> dict:
@@ -127,23 +152,25 @@ def latency(config: dict, runs: dict[int, dict]) -> dict:
   out = nested_bootstrap(lambda si, ui: text(si, ui) / pager(si, ui),
                          len(seeds), lat["text_buffer"].shape[1], config["eval"]["bootstrap"], config["seed"])
   ratio = {"mean": out["diff"], "ci": out["ci"], "n": out["n"], "n_seeds": out["n_seeds"]}
-  return {"per_seed": per_seed, "over_seeds": {"latency_ratio": ratio, "latency_bar": analysis.latency_bar(ratio)}}
+  return {"per_seed": per_seed, "over_seeds": {"latency_ratio": ratio,
+                                               "latency_bar": analysis.latency_bar(ratio, config["bar"]["speedup"])}}
 
 
-def plot(summary: dict, workdir: Path) -> str:
+def plot(summary: dict, parts: list, workdir: Path) -> str:
   seeds, iv = summary["train_seeds"], summary["intervals"]
-  fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-  for ax, (metric, label) in zip(axes, PARTS):
-    keys = [f"seed_{s}/{metric}/latent_pager-text_buffer" for s in seeds] + [
-        f"over_seeds/{metric}/latent_pager-text_buffer"]
+  fig, axes = plt.subplots(1, len(parts), figsize=(4.5 * len(parts), 3.5))
+  for ax, (part, _, label, margin) in zip(np.atleast_1d(axes), parts):
+    keys = [f"seed_{s}/{part}/latent_pager-text_buffer" for s in seeds] + [
+        f"over_seeds/{part}/latent_pager-text_buffer"]
     names = [f"seed {s}" for s in seeds] + ["over seeds"]
     for i, k in enumerate(keys):
       lo, hi = iv[k]["ci"] if iv[k]["ci"] else (iv[k]["diff"],) * 2
       ax.errorbar([i], [iv[k]["diff"]], yerr=[[iv[k]["diff"] - lo], [hi - iv[k]["diff"]]], fmt="s" if i == len(
           seeds) else "o", color="black" if i == len(seeds) else "tab:blue", capsize=3)
     ax.axhline(0, color="grey", ls="--")
+    ax.axhline(margin if part == "hallucination" else -margin, color="tab:red", ls=":", label="margin")
     ax.set_xticks(range(len(names)), names, fontsize=7)
-    ax.set_title(f"pager - text buffer: {label}", fontsize=8)
+    ax.set_title(f"pager - text buffer: {label}", fontsize=7)
   return report_lib.save_plot(fig, workdir, "seeds.png")
 
 
@@ -156,46 +183,45 @@ def report(workdir) -> Path:
   timing = latency(config, runs)
   report_lib.write_json(workdir / "timing.json", timing)
   figs, iv, b = summary["figures"], summary["intervals"], summary["bar"]
+  parts = analysis.bar_parts(config["bar"])
   cell = lambda k: analysis.diff_text(iv, k)
   rows = []
   for s in summary["train_seeds"]:
     t, part = timing["per_seed"][str(s)], b["per_seed"][str(s)]
-    rows.append([s, f"{part['kept_step']} ({figs[f'seed_{s}/best_val_f1']['mean']:.3f})",
-                 f"{figs[f'seed_{s}/latent_pager/f1']['mean']:.4f}", cell(f"seed_{s}/f1/latent_pager-text_buffer"),
-                 f"{figs[f'seed_{s}/latent_pager/hallucination_grounded']['mean']:.4f}",
-                 cell(f"seed_{s}/hallucination_grounded/latent_pager-text_buffer"),
-                 analysis.ci_text(t["latency_ratio"], 2) if t["latency_ratio"] else "n/a",
-                 " / ".join(str(v) for v in (part["f1"], part["hallucination"], t["latency_bar"]))])
+    rows.append([s, f"{part['kept_step']} ({figs[f'seed_{s}/best_val_f1']['mean']:.3f})"]
+                + [f"{figs[f'seed_{s}/latent_pager/{p}']['mean']:.4f}; {cell(f'seed_{s}/{p}/latent_pager-text_buffer')}"
+                   for p, *_ in parts]
+                + [analysis.ci_text(t["latency_ratio"], 2) if t["latency_ratio"] else "n/a",
+                   " / ".join(str(part[p]) for p, *_ in parts) + f" / {t['latency_bar']}"])
   o, ot = b["over_seeds"], timing["over_seeds"]
-  rows.append(["over seeds", "", f"{figs['over_seeds/latent_pager/f1']['mean']:.4f} (sd "
-               f"{figs['over_seeds/latent_pager/f1']['sd'] or 0:.4f})", cell("over_seeds/f1/latent_pager-text_buffer"),
-               f"{figs['over_seeds/latent_pager/hallucination_grounded']['mean']:.4f} (sd "
-               f"{figs['over_seeds/latent_pager/hallucination_grounded']['sd'] or 0:.4f})",
-               cell("over_seeds/hallucination_grounded/latent_pager-text_buffer"),
-               analysis.ci_text(ot["latency_ratio"], 2), " / ".join(str(v) for v in (o["f1"], o["hallucination"],
-                                                                                   ot["latency_bar"]))])
-  held = {k: sum(bool(b["per_seed"][str(s)][k]) for s in summary["train_seeds"]) for k in ("f1", "hallucination")}
-  held["latency"] = sum(bool(timing["per_seed"][str(s)]["latency_bar"]) for s in summary["train_seeds"])
-  n = len(summary["train_seeds"])
-  met = o["f1"] and o["hallucination"] and ot["latency_bar"]
+  rows.append(["over seeds", ""]
+              + [f"{figs[f'over_seeds/latent_pager/{p}']['mean']:.4f}; {cell(f'over_seeds/{p}/latent_pager-text_buffer')}"
+                 for p, *_ in parts]
+              + [analysis.ci_text(ot["latency_ratio"], 2),
+                 " / ".join(str(o[p]) for p, *_ in parts) + f" / {ot['latency_bar']}"])
+  seeds = summary["train_seeds"]
+  held = {p: sum(bool(b["per_seed"][str(s)][p]) for s in seeds) for p, *_ in parts}
+  held["latency"] = sum(bool(timing["per_seed"][str(s)]["latency_bar"]) for s in seeds)
+  met = all(o[p] for p, *_ in parts) and ot["latency_bar"]
+  text_figs = "; ".join(f"{what} {figs[f'text_buffer/{p}']['mean']:.4f}" for p, _, what, _ in parts)
   sections = [
       ("What ran", f"The comparison of variant `{config.get('variant')}` once per training seed "
-                   f"{tuple(summary['train_seeds'])} (`train.seed`; the data, the encoder `{config['pager']['init']}` "
+                   f"{tuple(seeds)} (`train.seed`; the data, the encoder `{config['pager']['init']}` "
                    "and the text buffer are the same in every run, and every run answered the same test questions; "
                    "the text buffer's answers are identical across seeds). Each run is in `seeds/seed_<s>/` with its "
                    "own report."),
-      pager_report.targets_section(summary, timing["over_seeds"]),
+      pager_report.targets_section(summary, timing["over_seeds"], config["bar"]["speedup"]),
       ("The bar per seed and over seeds",
-       f"Over seeds: F1 part {o['f1']}, hallucination part {o['hallucination']}, latency part {ot['latency_bar']} "
-       f"(>= {analysis.BAR_SPEEDUP}x): **{'met' if met else 'not met'}**. Per seed, the parts hold in "
-       f"{held['f1']}, {held['hallucination']} and {held['latency']} of {n} runs.\n\n"
-       f"Text buffer: F1 {figs['text_buffer/f1']['mean']:.4f}, grounded hallucination "
-       f"{figs['text_buffer/hallucination_grounded']['mean']:.4f}. Per seed, the intervals are that run's paired "
-       "bootstraps over test questions; over seeds, a nested bootstrap resampling seeds and questions together "
+       f"{analysis.declared_text(config['bar'])}\n\nOver seeds: "
+       + ", ".join(f"{p} {o[p]}" for p, *_ in parts) + f", latency {ot['latency_bar']}: "
+       f"**{'met' if met else 'not met'}**. Per seed, the parts hold in "
+       + ", ".join(f"{held[p]}" for p, *_ in parts) + f" and {held['latency']} of {len(seeds)} runs.\n\n"
+       f"Text buffer: {text_figs}. Per seed, the intervals are that run's paired bootstraps over test questions; over "
+       "seeds, a nested bootstrap resampling seeds and questions together "
        f"({config['eval']['bootstrap']:,} resamples), so they hold the spread between training runs. Latency ratios "
        "are text buffer / pager mean seconds (timing.json).\n\n" + report_lib.markdown_table(
-           ["training seed", "kept step (val F1)", "pager F1", "F1 - text buffer", "pager hallucination",
-            "hallucination - text buffer", "latency ratio", "bar parts (F1 / hallucination / latency)"], rows)),
-      report_lib.plots_section([plot(summary, workdir)]),
+           ["training seed", "kept step (val F1)"] + [f"pager {what}; - text buffer" for _, _, what, _ in parts]
+           + ["latency ratio", "bar parts (" + " / ".join(p for p, *_ in parts) + " / latency)"], rows)),
+      report_lib.plots_section([plot(summary, parts, workdir)]),
   ]
   return report_lib.write_report(workdir, "Latent pager over training seeds", sections)

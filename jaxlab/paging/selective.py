@@ -5,10 +5,22 @@ Every system answers each question and gives a confidence: the pager its suffici
 probability that the pages hold the answer, a text-reading system (text buffer, full context) the
 log-probability of its own greedy answer. Gating replaces the answer by the abstain string when
 the confidence is below a threshold. The threshold is chosen on validation only, the same way for
-every system: the candidate (every distinct validation confidence, and "never abstain") with the
-highest mean utility over all validation questions, where a question's utility is token F1 against
-its gold answer (an unanswerable question's gold answer is the abstain string, so abstaining on it
-scores 1 and answering it scores 0); ties keep the lowest threshold (abstain least).
+every system, by one of two rules (`eval.threshold_rule`):
+
+- "coverage": the threshold that answers the `eval.target_coverage` share of validation questions
+  (the most confident ones; a tie at the cut is answered whole). It cannot abstain on most
+  questions by accident, and every system answers about the same share.
+- "utility": the candidate (every distinct validation confidence, and "never abstain") with the
+  highest mean utility over all validation questions, where a question's utility is token F1
+  against its gold answer (an unanswerable question's gold answer is the abstain string, so
+  abstaining on it scores 1 and answering it scores 0); ties keep the lowest threshold (abstain
+  least). It may abstain on most questions when a system's answers are weak.
+
+F1 at coverage c (`f1_at_coverage`): each system answers its own c most confident share of the
+test questions and the figure is the mean utility over those answered, 1 - the risk at coverage c
+of the curve below; two systems compared at the same c answer the same number of questions.
+Unanswerable detection (`auroc`): how well a confidence ranks answerable above unanswerable
+questions (0.5: chance).
 
 Risk-coverage: questions sorted by confidence (most confident first); at coverage c the system
 answers the top c share and the risk is the mean loss over those answered. AURC is the mean of
@@ -19,6 +31,7 @@ the risk over every coverage step 1/n, 2/n, ..., 1 (the area under the step curv
 from __future__ import annotations
 
 import numpy as np
+import scipy.stats
 
 from jaxlab.paging import metrics
 
@@ -48,6 +61,65 @@ def choose_threshold(answers: list[str], confidence, golds: list[str], abstain: 
   return {"threshold": threshold, "utility": float(total[k] / len(golds)), "abstain_rate": k / len(golds)}
 
 
+RULES = ("coverage", "utility")
+
+
+def answered(coverage: float, n: int) -> int:
+  """How many of n questions a `coverage` share answers: at least that share (0.7 of 10 is 7, not
+  the 8 that 0.7 * 10 = 7.000000000000001 would round up to)."""
+  return int(np.ceil(round(coverage * n, 9)))
+
+
+def threshold_at_coverage(confidence, coverage: float) -> dict:
+  """The threshold that answers the `coverage` share of questions, most confident first (at least
+  that share: questions tied with the last one answered are answered too)."""
+  conf = np.sort(np.asarray(confidence, np.float64))[::-1]
+  k = answered(coverage, len(conf))
+  threshold = float(-np.inf) if k >= len(conf) else float(conf[max(k, 1) - 1])
+  return {"threshold": threshold, "coverage": float(np.mean(conf >= threshold)),
+          "abstain_rate": float(np.mean(conf < threshold))}
+
+
+def choose(answers: list[str], confidence, golds: list[str], abstain: str, rule: str, coverage: float) -> dict:
+  """The threshold of `rule` on validation, with its validation utility, coverage and rule."""
+  if rule == "coverage":
+    out = threshold_at_coverage(confidence, coverage)
+    said = gate(answers, confidence, out["threshold"], abstain)
+    return {**out, "utility": float(utility(said, golds).mean()), "rule": rule}
+  if rule == "utility":
+    out = choose_threshold(answers, confidence, golds, abstain)
+    return {**out, "coverage": 1.0 - out["abstain_rate"], "rule": rule}
+  raise ValueError(f"threshold rule must be one of {RULES}, got {rule!r}")
+
+
+def f1_at_coverage(confidence, util, coverage: float, idx=None) -> np.ndarray:
+  """Mean utility over the `coverage` most confident share of the questions (ties broken by
+  order); `idx` (..., n) resamples the questions first, giving one figure per resample."""
+  conf, util = np.asarray(confidence, np.float64), np.asarray(util, np.float64)
+  idx = np.arange(len(conf)) if idx is None else np.asarray(idx)
+  return top_share_mean(conf[idx], util[idx], coverage)
+
+
+def top_share_mean(conf: np.ndarray, util: np.ndarray, coverage: float) -> np.ndarray:
+  """`f1_at_coverage` over the last axis of already gathered (..., n) arrays."""
+  k = max(answered(coverage, conf.shape[-1]), 1)
+  order = np.argsort(-conf, axis=-1, kind="stable")[..., :k]
+  return np.take_along_axis(util, order, axis=-1).mean(axis=-1)
+
+
+def auroc(confidence, positive, idx=None) -> np.ndarray:
+  """The probability that a positive question's confidence exceeds a negative one's (ties count
+  half), per resample of `idx` (..., n); NaN where a resample lacks either kind."""
+  conf, pos = np.asarray(confidence, np.float64), np.asarray(positive, bool)
+  idx = np.arange(len(conf)) if idx is None else np.asarray(idx)
+  c, p = conf[idx], pos[idx]
+  ranks = scipy.stats.rankdata(c, axis=-1)           # average ranks: ties count half
+  n_pos, n_neg = p.sum(-1), (~p).sum(-1)
+  u = np.where(p, ranks, 0.0).sum(-1) - n_pos * (n_pos + 1) / 2
+  with np.errstate(invalid="ignore", divide="ignore"):
+    return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
+
+
 def risk_coverage(confidence, loss) -> dict:
   """{"coverage", "risk"} step curve (most confident first) and its "aurc"."""
   conf, loss = np.asarray(confidence, np.float64), np.asarray(loss, np.float64)
@@ -55,6 +127,15 @@ def risk_coverage(confidence, loss) -> dict:
   n = np.arange(1, len(loss) + 1)
   risk = np.cumsum(loss[order]) / n
   return {"coverage": (n / len(loss)).tolist(), "risk": risk.tolist(), "aurc": float(risk.mean())}
+
+
+def aurc(confidence, loss, idx=None) -> np.ndarray:
+  """`risk_coverage`'s AURC, per resample of `idx` (..., n)."""
+  conf, loss = np.asarray(confidence, np.float64), np.asarray(loss, np.float64)
+  idx = np.arange(len(conf)) if idx is None else np.asarray(idx)
+  order = np.argsort(-conf[idx], axis=-1, kind="stable")
+  risk = np.cumsum(np.take_along_axis(loss[idx], order, axis=-1), axis=-1) / np.arange(1, idx.shape[-1] + 1)
+  return risk.mean(axis=-1)
 
 
 def abstention_scores(answers: list[str], answerable, abstain: str) -> dict:
