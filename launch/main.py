@@ -14,7 +14,7 @@ line); it also writes DIR/provenance.json (commit, package versions, device, the
 set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
 finished workdir. `eval` scores a finished run on another data folder without training or choosing
 anything again, writing predictions and a report to OUT (experiments with an `evaluate`: the
-latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluate.py). `verify`
+latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py). `verify`
 checks a finished run against the committed receipt of its experiment and variant
 (results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode it matched in,
 and exits 1 naming every row that disagrees; `--all` reruns every receipt's

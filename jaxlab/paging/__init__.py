@@ -5,11 +5,11 @@ hidden states and the per-document page store; pager.py soft tokens, the trainin
 train.py QA fine-tuning on the core training loop; text_buffer.py the baseline; generation.py the
 one set of generation settings both systems answer with; metrics.py the answer metrics; data.py the
 questions and consistency probes; timing.py latency and peak memory; analysis.py summary.json,
-reporting.py report.md, plots.py the plots, published.py the published figures; evaluate.py scores
+reporting.py report.md, plots.py the plots, published.py the published figures; evaluation.py scores
 a finished `compare` run on another JSONL test set (`jaxlab eval`).
 """
 
-from jaxlab.paging.evaluate import evaluate
+from jaxlab.paging.evaluation import evaluate
 from jaxlab.paging.experiment import report, run, validate
 
 __all__ = ["evaluate", "report", "run", "validate"]
