@@ -497,7 +497,14 @@ def test_report_headline_and_rebuild(run):
   assert errors["unanswerable"]["correct"] == 0 and 0 <= summary["figures"]["unanswerable/latent_pager/auroc"]["mean"] <= 1
   # The wall-clock ratio and the bar's latency part live beside the latencies, not in summary.json.
   timed = json.loads((workdir / "timing.json").read_text())
-  assert "latency_ratio" not in h and set(summary["bar"]) == {"f1_ungated", "f1_at_80", "hallucination", "superior"}
+  assert "latency_ratio" not in h
+  assert set(summary["bar"]) == {"f1_ungated", "f1_at_80", "hallucination", "wording", "superior"}
+  # The test world is its own, named; the held-out wordings are the same questions reworded.
+  assert summary["test_world"]["seed"] == config.data.test_seed != config.seed
+  held = [json.loads(line) for line in (workdir / "held_out.jsonl").read_text().splitlines()]
+  assert [r["id"] for r in held] == [r["id"] for r in main] + [r["id"] for r in held[len(main):]]
+  assert all(a["question"] != b["question"] and a["gold_answer"] == b["gold_answer"] for a, b in zip(held, main))
+  assert "held_out/all/latent_pager/f1_raw" in summary["figures"] and "## Held-out wordings" in shown
   assert timed["latency_ratio"]["n"] == config.eval.latency_questions and isinstance(timed["latency_bar"], bool)
   assert timed["latent_pager"]["ids"] == timed["text_buffer"]["ids"] and timed["cpu_ratio"]["n"] > 0
   assert all(len(timed[s]["cpu_s"]) == len(timed[s]["latency_s"]) for s in ("latent_pager", "text_buffer"))

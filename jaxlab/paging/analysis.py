@@ -39,7 +39,8 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.stats import bootstrap_claim, describe, paired_bootstrap
-from jaxlab.paging import encoders, metrics, published, selective
+from jaxlab.core.config import from_dict
+from jaxlab.paging import data, encoders, metrics, published, selective
 
 SYSTEMS = ("text_buffer", "latent_pager", "full_context")
 LABELS = {"text_buffer": "text buffer", "latent_pager": "latent pager", "full_context": "full context"}
@@ -49,6 +50,9 @@ ANSWER_METRICS = ("f1", "rouge_l", "exact_match", "hallucination", "hallucinatio
 NAMES = {"f1": "F1", "rouge_l": "ROUGE-L", "exact_match": "Exact match", "hallucination": "Hallucination (published)",
          "hallucination_grounded": "Hallucination (grounded, ours)", "answer_words": "Answer words",
          "contains_gold": "Contains gold", "consistency": "Consistency", "f1_raw": "F1 before abstaining"}
+
+
+HELD_OUT = "held_out.jsonl"   # the test documents with every question in a wording training never used
 
 
 def _rows(path: Path) -> list[dict]:
@@ -140,7 +144,44 @@ def coverage_key(c: float) -> str:
   return f"f1_at_{round(100 * c)}"
 
 
-def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dict], timing: dict) -> dict:
+def raw_f1(rows: list[dict], systems) -> dict:
+  """{system: F1 of its raw answer per row} (NaN where it did not answer)."""
+  return {s: np.array([np.nan if r["answers"][s] is None else metrics.token_f1(r["answers"][s], r["gold_answer"])
+                       for r in rows]) for s in systems}
+
+
+def held_out_figures(config: dict, main: list[dict], held: list[dict], boots: int, seed: int) -> tuple[dict, dict]:
+  """(figures, intervals) of the test questions reworded in held-out wordings (`held`, the same
+  questions in the same order): each system's F1 before abstaining on answerable questions, per
+  task; pager - text buffer; and each system's held-out minus its own original F1, paired."""
+  if [r["id"] for r in held] != [r["id"] for r in main]:
+    raise ValueError("the held-out wordings' questions are not the test questions in the same order")
+  systems = systems_in(held)
+  ok = np.array([r.get("answerable", True) for r in main])
+  task = np.array([r["task_type"] for r in main])
+  before, after = raw_f1(main, systems), raw_f1(held, systems)
+  figures, intervals = {}, {}
+  for t in TASKS:
+    sel = ok & ((task == t) | (t == "all"))
+    if not sel.any():
+      continue
+    for s in systems:
+      figures[f"held_out/{t}/{s}/f1_raw"] = describe(after[s][sel & ~np.isnan(after[s])])
+      b = _interval(np.where(sel, after[s], np.nan), before[s], boots, seed)
+      if b:
+        intervals[f"held_out/{t}/f1_raw/{s}_held_out-{s}"] = b
+    for other in systems:
+      if other != "latent_pager":
+        b = _interval(np.where(sel, after["latent_pager"], np.nan), after[other], boots, seed)
+        if b:
+          intervals[f"held_out/{t}/f1_raw/latent_pager-{other}"] = b
+  return figures, intervals
+
+
+def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dict], timing: dict,
+              held: list[dict] | None = None) -> dict:
+  """Every figure, interval, claim and the headline of one comparison; `held`: the test set's
+  answers in held-out wordings (held_out.jsonl), reported beside."""
   ev, abstain = config["eval"], config["data"]["abstain_answer"]
   boots, seed = ev["bootstrap"], config["seed"]
   main = [r for r in rows if not r["probe"]]
@@ -150,8 +191,7 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
   task = np.array([r["task_type"] for r in main])
   final = {s: final_answers(main, s, chosen, abstain) for s in systems}
   sc = {s: scores(main, final[s], abstain) for s in systems}
-  raw_f1 = {s: np.array([np.nan if r["answers"][s] is None else metrics.token_f1(r["answers"][s], r["gold_answer"])
-                         for r in main]) for s in systems}
+  raw = raw_f1(main, systems)
   others = [s for s in systems if s != "latent_pager"]
   figures, intervals = {}, {}
   for t in TASKS:
@@ -159,7 +199,7 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
     for s in systems:
       for m in ANSWER_METRICS:
         figures[f"{t}/{s}/{m}"] = describe(sc[s][m][sel & ~np.isnan(sc[s][m])])
-      figures[f"{t}/{s}/f1_raw"] = describe(raw_f1[s][sel & ~np.isnan(raw_f1[s])])
+      figures[f"{t}/{s}/f1_raw"] = describe(raw[s][sel & ~np.isnan(raw[s])])
     for other in others:
       if not sel.any():
         continue
@@ -167,7 +207,7 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
         b = _interval(np.where(sel, sc["latent_pager"][m], np.nan), sc[other][m], boots, seed)
         if b:
           intervals[f"{t}/{m}/latent_pager-{other}"] = b
-      b = _interval(np.where(sel, raw_f1["latent_pager"], np.nan), raw_f1[other], boots, seed)
+      b = _interval(np.where(sel, raw["latent_pager"], np.nan), raw[other], boots, seed)
       if b:
         intervals[f"{t}/f1_raw/latent_pager-{other}"] = b
   # Over every question, as served: what each answer is, hallucination (new and grounded), abstentions.
@@ -235,13 +275,18 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
       ours = figures.get(f"{t}/{s}/{m}")
       if ours and ours["mean"] is not None and ours["n"] > 1:   # one measurement is shown, not graded
         comparisons.append(report_lib.compare(f"{t}/{s}/{m}", (value, None), ours))
-  summary = {"experiment": config["experiment"], "variant": config.get("variant"), "figures": figures,
+  summary = {"experiment": config["experiment"], "variant": config.get("variant"),
+             "test_world": data.test_world(from_dict(config)), "figures": figures,
              "intervals": intervals, "thresholds": chosen, "errors": errors, "comparisons": comparisons,
              "training": history,
              "risk_coverage": {s: {k: selective.risk_coverage(c["confidence"], c[k])
                                    for k in ("error", "hallucination")} for s, c in curves.items()}}
+  if held:
+    more = held_out_figures(config, main, [r for r in held if not r["probe"]], boots, seed)
+    figures.update(more[0])
+    intervals.update(more[1])
   summary["claims"] = claims(summary, main, sc, boots, seed)
-  summary["headline"] = headline(config, summary, {"f1_raw": raw_f1, "hallucination": halluc, "f1": sc},
+  summary["headline"] = headline(config, summary, {"f1_raw": raw, "hallucination": halluc, "f1": sc},
                                  answerable, boots, seed)
   summary["bar"] = bar(summary["headline"], config["bar"])
   summary["targets"] = targets(summary["headline"], summary["bar"], config["bar"], summary["figures"])
@@ -283,6 +328,11 @@ def headline(config, summary, per_question, answerable, resamples, seed) -> dict
   for s, name in (("latent_pager", "pager"), ("text_buffer", "text_buffer")):
     h[f"{name}_f1_gated"] = pick(s, {k: v["f1"] for k, v in per_question["f1"].items()}, answerable)
   h["pager_minus_text_buffer_f1_gated"] = iv.get("all/f1/latent_pager-text_buffer")
+  if "held_out/all/latent_pager/f1_raw" in f:   # reported beside: the same questions, reworded
+    h["pager_f1_ungated_held_out"] = f["held_out/all/latent_pager/f1_raw"]
+    h["text_buffer_f1_ungated_held_out"] = f.get("held_out/all/text_buffer/f1_raw")
+    h["pager_minus_text_buffer_f1_ungated_held_out"] = iv.get("held_out/all/f1_raw/latent_pager-text_buffer")
+    h["pager_held_out_minus_original_f1_ungated"] = iv.get("held_out/all/f1_raw/latent_pager_held_out-latent_pager")
   return h
 
 
@@ -314,7 +364,13 @@ def bar(h: dict, declared: dict) -> dict:
     higher_is_better = part != "hallucination"
     out[part] = bool(lo >= -margin) if higher_is_better else bool(hi <= margin)
     superior[part] = bool(lo > 0) if higher_is_better else bool(hi < 0)
+  reworded = h.get(WORDING_KEY)
+  if reworded and reworded.get("ci") is not None:
+    out["wording"] = bool(reworded["ci"][0] >= -declared["wording_margin"])
   return {**out, "superior": superior}
+
+
+WORDING_KEY = "pager_held_out_minus_original_f1_ungated"
 
 
 def latency_bar(ratio: dict | None, speedup: float) -> bool | None:
@@ -344,6 +400,12 @@ def targets(h: dict, b: dict, declared: dict, figures: dict) -> list[dict]:
         f"{what}: pager non-inferior to the text buffer (margin {margin:g})",
         f"the 95% interval of pager - text buffer {'stays at or below +' if worse else 'stays at or above -'}"
         f"{margin:g}", b[part], "n/a" if not h.get(key) else diff_text({key: h[key]}, key)))
+  if "wording" in b:
+    margin = declared["wording_margin"]
+    out.append(report_lib.target(
+        f"held-out wordings cost the pager at most {margin:g} F1",
+        f"the 95% interval of the pager's F1 before abstaining on reworded minus original questions stays at or "
+        f"above -{margin:g}", b["wording"], diff_text({WORDING_KEY: h[WORDING_KEY]}, WORDING_KEY)))
   precision, recall = DETECTION_GOAL
   ab = {s: figures.get(f"abstention/{s}") or {} for s in ("latent_pager", "text_buffer")}
   met = [s for s, a in ab.items() if (a.get("precision") or 0) >= precision and (a.get("recall") or 0) >= recall]

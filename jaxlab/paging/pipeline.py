@@ -15,8 +15,8 @@ import jax.numpy as jnp
 from jaxlab.core import mesh as mesh_lib
 from jaxlab.core.config import ConfigError, repo_path
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-from jaxlab.paging import (data, generation, pages, pager as pager_lib, pretrain, reporting as pager_report,
-                           text_buffer, timing, train)
+from jaxlab.paging import (analysis, data, generation, pages, pager as pager_lib, pretrain,
+                           reporting as pager_report, text_buffer, timing, train)
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -69,7 +69,9 @@ def train_pager(setup: Setup, config, workdir: Path, splits: dict, restore_only:
                       setup.eos, 1, c.data.abstain_answer)
   every = [r for recs in splits.values() for r in recs]
   max_pages = c.pages.max_pages or max(len(setup.store.chunks(d)) for d in {r["document"] for r in every})
-  q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, every)
+  # The question width training sees comes from train and validation only, never the test's:
+  # answering computes its own width (`answer_split`).
+  q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, splits["train"] + splits["validation"])
   # Restored params replace every leaf, so a finished run is read back without its encoder folder.
   init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init and not restore_only else None
   graphdef, params, history = train.fit(c, workdir, setup.lm, setup.tokenizer, tr, va, max_pages=max_pages,
@@ -91,7 +93,9 @@ def answer_split(setup: Setup, config, trained: dict | None, records: list[dict]
     docs = docs or setup.documents(c, [r["document"] for r in records])
     answers, conf = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
                                      list(range(len(records))), [r["question"] for r in records], c.prompts.pager,
-                                     max_pages=trained["max_pages"], width=trained["q_width"], settings=setup.settings,
+                                     max_pages=trained["max_pages"],
+                                     width=max(trained["q_width"], pager_lib.question_width(
+                                         setup.tokenizer, c.prompts.pager, records)), settings=setup.settings,
                                      batch_size=c.eval.batch_size, abstain=setup.abstain,
                                      confidence=c.eval.pager_confidence)
     out["latent_pager"] = {"answers": answers, "confidence": None if conf is None else conf.tolist()}
@@ -117,10 +121,11 @@ def write_predictions(path: Path, records: list[dict], answered: dict) -> None:
       f.write(json.dumps(row) + "\n")
 
 
-def answer_test(setup: Setup, config, trained: dict, test: list[dict]) -> tuple[dict, dict]:
+def answer_test(setup: Setup, config, trained: dict, test: list[dict], tb=None) -> tuple[dict, dict]:
   """Every system's answers on the test records, and timing.json's content: `timing.measure` on
-  the first `eval.latency_questions` of them that are not probes."""
-  tb = setup.text_buffer(test)
+  the first `eval.latency_questions` of them that are not probes. `tb`: the test's text buffer
+  (made here when None)."""
+  tb = tb or setup.text_buffer(test)
   answered = answer_split(setup, config, trained, test, tb=tb)
   timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
   measured = timing.measure(setup, config, trained, tb, timed)
@@ -135,14 +140,30 @@ def write_test(workdir: Path, test: list[dict], answered: dict, timed: dict) -> 
 def compare(config, workdir: Path):
   """The `compare` mode: fine-tune the pager, answer validation and test with every system, time a
   subset, write the predictions and the report."""
+  if jax.process_index() == 0:
+    print(analysis.declared_text(config.bar.to_dict()), flush=True)   # declared before any result
   setup = Setup(config, workdir)
   splits = data.load(config, workdir)
   trained = train_pager(setup, config, workdir, splits)
   val = answer_split(setup, config, trained, splits["validation"], docs=trained["validation_docs"])
-  answered, timed = answer_test(setup, config, trained, splits["test"])
+  tb = setup.text_buffer(splits["test"])
+  answered, timed = answer_test(setup, config, trained, splits["test"], tb=tb)
+  held = held_out(setup, config, workdir, trained, tb) if config.eval.held_out_wordings else None
   if jax.process_index() != 0:
     return None
   write_predictions(workdir / "validation.jsonl", splits["validation"], val)
   (workdir / "history.json").write_text(json.dumps(trained["history"], indent=1) + "\n")
+  if held is not None:
+    write_predictions(workdir / analysis.HELD_OUT, *held)
   write_test(workdir, splits["test"], answered, timed)
   return pager_report.write(workdir)
+
+
+def held_out(setup: Setup, config, workdir: Path, trained: dict, tb) -> tuple[list[dict], dict]:
+  """(records, every system's answers) of the test set in the held-out wordings
+  (`data.load_held_out`); the text buffer reuses the test's notes (they depend on the document
+  only)."""
+  records = data.load_held_out(config, workdir)
+  reworded = setup.text_buffer(records)
+  reworded.buffers = dict(tb.buffers)
+  return records, answer_split(setup, config, trained, records, tb=reworded)

@@ -13,7 +13,7 @@ from jaxlab.core import report as report_lib
 from jaxlab.core.stats import describe
 from jaxlab.paging import encoders, metrics, published
 from jaxlab.paging.analysis import (ANSWER_METRICS, LABELS, NAMES, SYSTEMS, TASKS, _cell, bar_parts, ci_text,
-                                    coverage_key, declared_text, diff_text, latency_bar, latency_ratio, load,
+                                    HELD_OUT, _rows, coverage_key, declared_text, diff_text, latency_bar, latency_ratio, load,
                                     summarize, systems_in)
 from jaxlab.paging.plots import plot_risk_coverage, plot_training
 
@@ -146,6 +146,34 @@ def latency_section(timing: dict) -> str:
   return text
 
 
+def world_text(world: dict, seed: int) -> str:
+  if world["seed"] is None:
+    return "Test questions from the JSONL folder. "
+  if world["seed"] == seed:
+    return f"Train, validation and test from one world (seed {seed}). "
+  return (f"The test split comes from its own world (seed {world['seed']}, builder `{world['builder']}`); train and "
+          f"validation from seed {seed}'s. ")
+
+
+def held_out_section(summary, systems) -> str | None:
+  """The test questions reworded in held-out wordings, beside the original ones."""
+  figs, iv = summary["figures"], summary["intervals"]
+  if "held_out/all/latent_pager/f1_raw" not in figs:
+    return None
+  rows = []
+  for t in TASKS:
+    for s in systems:
+      if f"held_out/{t}/{s}/f1_raw" in figs:
+        rows.append([t.replace("_", " "), LABELS[s], _cell(figs, f"{t}/{s}/f1_raw"),
+                     _cell(figs, f"held_out/{t}/{s}/f1_raw"), diff_text(iv, f"held_out/{t}/f1_raw/{s}_held_out-{s}"),
+                     diff_text(iv, f"held_out/{t}/f1_raw/latent_pager-{s}") if s != "latent_pager" else ""])
+  return ("The same test documents and answers with every question in a wording no training data used (one held-out "
+          "template per relation and two-hop chain, in the base model's vocabulary; `jaxlab.data.lexicon`). F1 before "
+          "abstaining, answerable questions.\n\n" + report_lib.markdown_table(
+              ["questions", "system", "original wording", "held-out wording", "held-out - original [95% CI]",
+               "pager - system, held-out [95% CI]"], rows))
+
+
 def headline_section(h: dict, b: dict, timing: dict, declared: dict) -> str:
   h = {**h, "latency_ratio": timing.get("latency_ratio")}   # from timing.json: a wall-clock figure
   rows = [[k, h[k] if isinstance(h[k], (str, int)) or h[k] is None else
@@ -160,7 +188,8 @@ def headline_section(h: dict, b: dict, timing: dict, declared: dict) -> str:
 
 def write(workdir: Path) -> Path:
   config, rows, val, history, timing = load(workdir)
-  summary = summarize(config, rows, val, history, timing)
+  held = _rows(workdir / HELD_OUT)
+  summary = summarize(config, rows, val, history, timing, held=held or None)
   report_lib.write_json(workdir / "summary.json", summary)
   ratio = latency_ratio(timing, config["eval"]["bootstrap"], config["seed"])
   timing = {**timing, "latency_ratio": ratio, "latency_bar": latency_bar(ratio, config["bar"]["speedup"]),
@@ -189,6 +218,7 @@ def write(workdir: Path) -> Path:
          + (f", started from `{pg['init']}`" if pg.get("init") else ""))
   sections = [
       ("What ran", f"Variant `{config.get('variant')}`: frozen LM `{config['model']['path']}`; the pager: {arm}. "
+                   + world_text(summary["test_world"], config["seed"]) +
                    f"{len(main)} test questions ({len(ok)} answerable: {n['single_fact']} single fact, "
                    f"{n['multi_hop']} multi hop; {len(main) - len(ok)} unanswerable, gold answer "
                    f"`{config['data']['abstain_answer']}`) plus {len(rows) - len(main)} consistency probes; pages of "
@@ -202,6 +232,7 @@ def write(workdir: Path) -> Path:
       targets_section(summary, timing, config["bar"]["speedup"]),
       ("Headline", headline_section(summary["headline"], summary["bar"], timing, config["bar"])),
       ("F1 at matched coverage", coverage_table(summary, systems, config["eval"]["coverages"])),
+      *([("Held-out wordings", held)] if (held := held_out_section(summary, systems)) else []),
       ("What the answers are", errors_table(summary, systems)),
       *tables(summary, systems, n),
       ("Abstention and risk-coverage", abstention_table(summary, systems)),
