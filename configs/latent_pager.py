@@ -53,6 +53,7 @@ def repro():
       num_train=480, num_validation=80, num_test=200,
       unanswerable_fraction=0.0, abstain_answer="unknown",
       questions_per_document=1,         # training questions per training document
+      train_wordings=1,                 # training questions worded by the first k of lexicon.TRAINING_WORDINGS
       test_seed=-1))                    # the test split's world seed; -1: `seed` (train, validation and test alike)
   c.pages = ml_collections.ConfigDict(dict(
       hidden_layers=(1, 2, 3, 4), pooling="last_token",
@@ -122,6 +123,7 @@ def slots():
   c = repro()
   c.data.update(dict(min_tokens=120, max_tokens=480, num_train=4_000, num_validation=300, num_test=500,
                      unanswerable_fraction=0.2, questions_per_document=6))
+  c.data.train_wordings = 3         # three wordings per relation in training; the held-out wording stays unseen
   c.pages.update(dict(hidden_layers=(1, 2, 3, 4), max_pages=8))
   c.pager.update(dict(encoder="slots", init="models/latent_pager_slots", slots_per_chunk=16, encoder_depth=1,
                       depth=0, dropout=0.0))

@@ -1,5 +1,9 @@
-"""The synthetic long-document QA set: determinism, knobs, evidence, TFDS, JSONL, held-out wordings."""
+"""The synthetic long-document QA set: determinism, knobs, evidence, TFDS, JSONL, question wordings
+(held out, and varied in training)."""
 
+import collections
+import hashlib
+import json
 import re
 
 import numpy as np
@@ -129,32 +133,54 @@ def test_jsonl_round_trip_and_malformed_line(tmp_path):
       jsonl.read_jsonl(broken)
 
 
-# ----------------------------------------------------------------------------- held-out wordings
-def _parse(question, wording):
-  """(subject, relations) of a question in `wording` (two-hop forms first: a single-fact form such
-  as "Which country is {s} in?" also matches a two-hop question)."""
-  single, multi = lx.QUESTION_WORDINGS[wording]
-  for relations, template in [*multi.items(), *(((r,), t) for r, t in single.items())]:
+# ----------------------------------------------------------------------------- question wordings
+def _forms(wordings):
+  """(wording, relations, template) of `wordings`, two-hop forms first: a single-fact form such as
+  "Which country is {s} in?" also matches a two-hop question."""
+  tables = [(w, *lx.QUESTION_WORDINGS[w]) for w in wordings]
+  return ([(w, r, t) for w, _, multi in tables for r, t in multi.items()]
+          + [(w, (r,), t) for w, single, _ in tables for r, t in single.items()])
+
+
+def _match(question, wordings):
+  """(wording, subject, relations) of a question worded by one of `wordings`."""
+  for wording, relations, template in _forms(wordings):
     m = re.fullmatch(re.escape(template).replace(re.escape("{s}"), "(?P<s>.+)"), question)
     if m:
-      return m.group("s"), relations
+      return wording, m.group("s"), relations
   raise AssertionError(f"unparsed question {question!r}")
 
 
-def test_held_out_wordings_are_new_and_in_the_base_model_vocabulary():
+def _parse(question, wording):
+  """(subject, relations) of a question in `wording`."""
+  return _match(question, (wording,))[1:]
+
+
+def test_wordings_are_distinct_parseable_and_in_the_base_model_vocabulary():
   tokenizer = load_tokenizer(repo_path("models/lm_base"))
   unk = tokenizer.token_to_id("<unk>")
-  assert list(lx.HELD_OUT_SINGLE_QUESTIONS) == list(lx.SINGLE_QUESTIONS)
-  assert list(lx.HELD_OUT_MULTI_QUESTIONS) == list(lx.MULTI_QUESTIONS)
-  held_out = [*lx.HELD_OUT_SINGLE_QUESTIONS.values(), *lx.HELD_OUT_MULTI_QUESTIONS.values()]
-  assert len(set(held_out)) == len(held_out)
-  assert not set(held_out) & {*lx.SINGLE_QUESTIONS.values(), *lx.MULTI_QUESTIONS.values()}
+  assert lx.TRAINING_WORDINGS[0] == "train" and "held_out" not in lx.TRAINING_WORDINGS
+  assert set(lx.TRAINING_WORDINGS) | {"held_out"} == set(lx.QUESTION_WORDINGS)
+  for single, multi in lx.QUESTION_WORDINGS.values():
+    assert list(single) == list(lx.SINGLE_QUESTIONS) and list(multi) == list(lx.MULTI_QUESTIONS)
+  # Every key has a different template in every table, and no held-out template is a training one.
+  for key in [*lx.SINGLE_QUESTIONS, *lx.MULTI_QUESTIONS]:
+    table = 0 if isinstance(key, str) else 1
+    templates = [tables[table][key] for tables in lx.QUESTION_WORDINGS.values()]
+    assert len(set(templates)) == len(templates), (key, templates)
+  training = {t for w in lx.TRAINING_WORDINGS for _, _, t in _forms((w,))}
+  held_out = [t for _, _, t in _forms(("held_out",))]
+  assert len(set(held_out)) == len(held_out) and not set(held_out) & training
   names = [pool[0] for pool in W.name_pools("test").values()]
-  for template in held_out:
+  for wording, relations, template in _forms(lx.QUESTION_WORDINGS):
     # Each literal piece as the tokenizer splits it (case and punctuation kept), then whole questions.
     for text in [*template.split("{s}"), *(template.format(s=n) for n in names)]:
       encoding = tokenizer.encode(text)
       assert unk not in encoding.ids, (template, [t for t, i in zip(encoding.tokens, encoding.ids) if i == unk])
+    # A question reads as its own relation or chain in its own table, whatever tables it is parsed with.
+    for n in names:
+      for tables in (lx.QUESTION_WORDINGS, lx.TRAINING_WORDINGS if wording != "held_out" else ("held_out",)):
+        assert _match(template.format(s=n), tables) == (wording, n, relations), (template, n)
 
 
 def test_held_out_wording_changes_only_the_validation_and_test_questions():
@@ -172,3 +198,63 @@ def test_held_out_wording_changes_only_the_validation_and_test_questions():
   assert seen == {(t, u) for t in D.TASK_TYPES for u in (True, False)}, seen
   with pytest.raises(ValueError, match="question_wording"):
     list(L.generate_qa(L.LongDocQAConfig(**{**cfg.__dict__, "question_wording": "other"}), "test", 1))
+
+
+def _without_question(records):
+  return [{k: v for k, v in r.items() if k != "question"} for r in records]
+
+
+def test_training_wordings_are_drawn_per_training_question_and_change_nothing_else():
+  cfg = L.LongDocQAConfig(name="w", min_tokens=200, max_tokens=480, chunk_tokens=80, multi_hop_fraction=0.5,
+                          unanswerable_fraction=0.3, questions_per_document=3)
+  varied = {k: L.LongDocQAConfig(**{**cfg.__dict__, "train_wordings": k}) for k in (2, 3)}
+  train = list(L.generate_qa(cfg, "train", 16))
+  for k, vcfg in varied.items():
+    records = list(L.generate_qa(vcfg, "train", 16))
+    assert _without_question(records) == _without_question(train)
+    used, seen = collections.Counter(), set()
+    for a, b in zip(train, records, strict=True):
+      wording, *asked = _match(b["question"], lx.TRAINING_WORDINGS)
+      assert tuple(asked) == _parse(a["question"], "train")
+      used[wording] += 1
+      seen.add((a["task_type"], a["answerable"]))
+    assert set(used) == set(lx.TRAINING_WORDINGS[:k]) and min(used.values()) >= 6, used
+    assert seen == {(t, u) for t in D.TASK_TYPES for u in (True, False)}, seen
+    for split in ("validation", "test"):   # never worded by the training variants
+      assert list(L.generate_qa(vcfg, split, 8)) == list(L.generate_qa(cfg, split, 8))
+      held = L.LongDocQAConfig(**{**vcfg.__dict__, "question_wording": "held_out"})
+      assert all(_match(r["question"], ("held_out",)) for r in L.generate_qa(held, split, 8))
+  pretrain = L.LongDocQAConfig(name="pt", corpus="pretrain", window_tokens=200, questions_per_window=3)
+  assert (list(L.generate_pretrain(L.LongDocQAConfig(**{**pretrain.__dict__, "train_wordings": 3}), "train", 6))
+          == list(L.generate_pretrain(pretrain, "train", 6)))
+  with pytest.raises(ValueError, match="train_wordings"):
+    list(L.generate_qa(L.LongDocQAConfig(**{**cfg.__dict__, "train_wordings": 4}), "train", 1))
+
+
+def test_question_pool_is_aligned_across_wordings():
+  for seed in range(6):
+    d = doc(seed, num_tokens=600, task_type="multi_hop" if seed % 2 else "single_fact", chunk_tokens=80)
+    pools = {w: D.question_pool(d, w) for w in lx.QUESTION_WORDINGS}
+    canonical = [_parse(q, "train") + (a, t) for q, a, t in pools["train"]]
+    for wording, pool in pools.items():
+      assert [_parse(q, wording) + (a, t) for q, a, t in pool] == canonical
+
+
+def test_one_training_wording_keeps_the_records_of_every_split():
+  # The hash of these records (extra and unanswerable questions, the held-out wording) and of the
+  # pretraining corpus before training wordings existed.
+  cfg = L.LongDocQAConfig(name="w", min_tokens=200, max_tokens=480, chunk_tokens=80, multi_hop_fraction=0.5,
+                          unanswerable_fraction=0.3, questions_per_document=3)
+  held = L.LongDocQAConfig(**{**cfg.__dict__, "question_wording": "held_out"})
+  for c, expected in ((cfg, "9c5864e39c373ec1d2a83b0d546446f150baa1a7ce77647496ea150aa308fe0d"),
+                      (held, "93874e813fb22fbbfd774663e697b39639da7a7a4750402bb435ab290dcd59bc")):
+    h = hashlib.sha256()
+    for split in ("train", "validation", "test"):
+      for r in L.generate_qa(c, split, 8):
+        h.update(json.dumps(r, sort_keys=True).encode())
+    assert h.hexdigest() == expected
+  h = hashlib.sha256()
+  for e in L.generate_pretrain(L.LongDocQAConfig(name="pt", corpus="pretrain", window_tokens=200,
+                                                 questions_per_window=3), "train", 9):
+    h.update(json.dumps(e, sort_keys=True).encode())
+  assert h.hexdigest() == "35548ce510f3db3f887b32043d45b02511e3bffb240002d33e8c2d35e769c831"

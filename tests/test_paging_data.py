@@ -1,6 +1,7 @@
 """Data for the pager: unanswerable questions (checked against the world each document is drawn
 from), extra training questions per document, the generator's existing outputs unchanged, the test
-world (`data.test_seed`) and the held-out wording of the test split."""
+world (`data.test_seed`), the held-out wording of the test split and varied training wordings
+(`data.train_wordings`)."""
 
 import hashlib
 import json
@@ -140,3 +141,26 @@ def test_held_out_test_split_differs_only_in_its_questions(tmp_path, test_seed):
   for r in held:   # every question (probes too) reads as a held-out template
     assert any(re.fullmatch(re.escape(t).replace(re.escape("{s}"), ".+"), r["question"])
                for t in [*lx.HELD_OUT_SINGLE_QUESTIONS.values(), *lx.HELD_OUT_MULTI_QUESTIONS.values()]), r["question"]
+
+
+# ----------------------------------------------------------------------------- training wordings
+def test_training_wordings_reword_only_the_train_split(tmp_path):
+  name = "latent_pager_e9f064f188ff9b51"   # the builder of `_run_config()` before `train_wordings` existed
+  assert data.synthetic_config(_run_config(train_wordings=1)).name == name
+  one = _run_config(num_train=8, questions_per_document=3)
+  three = _run_config(num_train=8, questions_per_document=3, train_wordings=3)
+  cfg = data.synthetic_config(three)
+  assert cfg.train_wordings == 3 and cfg.name != data.synthetic_config(one).name
+  a, b = data.load(one, tmp_path), data.load(three, tmp_path)
+  assert a["validation"] == b["validation"] and a["test"] == b["test"]
+  assert ([{k: v for k, v in r.items() if k != "question"} for r in a["train"]]
+          == [{k: v for k, v in r.items() if k != "question"} for r in b["train"]])
+  assert any(x["question"] != y["question"] for x, y in zip(a["train"], b["train"]))
+  for wording in ("train", "held_out"):   # a test world of its own is one builder whatever the training wordings
+    assert (data.test_config(_run_config(test_seed=5, train_wordings=3), wording).name
+            == data.test_config(_run_config(test_seed=5), wording).name)
+  for bad in (0, 4):
+    with pytest.raises(config_lib.ConfigError, match=r"config\.data\.train_wordings"):
+      config_lib.load("configs/latent_pager.py:smoke", [f"--config.data.train_wordings={bad}"], experiment.validate)
+  assert config_lib.load("configs/latent_pager.py:repro").data.train_wordings == 1
+  assert config_lib.load("configs/latent_pager.py:cpu").data.train_wordings == len(lx.TRAINING_WORDINGS)

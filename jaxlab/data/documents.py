@@ -51,6 +51,7 @@ class Document:
 
   record: dict
   passages: list[list[Sentence]]
+  evidence: list[W.Fact] = dataclasses.field(default_factory=list)  # the question's facts, in hop order
 
 
 def chunk_spans(num_words: int, chunk_tokens: int, overlap: int = 0) -> list[tuple[int, int]]:
@@ -103,20 +104,25 @@ def stated_facts(passages: list[list[Sentence]]) -> list[W.Fact]:
   return list(seen.values())
 
 
-def question_pool(doc: Document) -> list[tuple[str, str, str]]:
+def question_pool(doc: Document, wording: str = "train") -> list[tuple[str, str, str]]:
   """Every (question, answer, task type) that `doc` answers by itself, each once, in reading order:
-  a single-fact question per stated fact, then a two-hop question per stated chain, in the training
-  wording (the pool makes training questions).
+  a single-fact question per stated fact, then a two-hop question per stated chain, in `wording`'s
+  templates (a training wording: the pool makes training questions).
 
-  The world is consistent (one value per subject and relation), so each answer is unique."""
+  The pool is chosen in the canonical wording whatever `wording` is, so entry n asks the same thing
+  in every wording. The world is consistent (one value per subject and relation), so each answer
+  is unique."""
   facts = stated_facts(doc.passages)
   by_subject = {}
   for f in facts:
     by_subject.setdefault(f.subject, []).append(f)
-  pool = [(lx.SINGLE_QUESTIONS[f.relation].format(s=f.subject), f.object, "single_fact") for f in facts]
-  pool += [(lx.MULTI_QUESTIONS[(f.relation, g.relation)].format(s=f.subject), g.object, "multi_hop")
-           for f in facts for g in by_subject.get(f.object, []) if (f.relation, g.relation) in lx.MULTI_QUESTIONS]
-  return list(dict.fromkeys(pool))
+  asked = [(f.subject, (f.relation,), f.object, "single_fact") for f in facts]
+  asked += [(f.subject, (f.relation, g.relation), g.object, "multi_hop")
+            for f in facts for g in by_subject.get(f.object, []) if (f.relation, g.relation) in lx.MULTI_QUESTIONS]
+  first = {}
+  for s, rels, answer, task in asked:
+    first.setdefault((question_text(s, rels), answer, task), (s, rels, answer, task))
+  return [(question_text(s, rels, wording), answer, task) for s, rels, answer, task in first.values()]
 
 
 def window_questions(rng: np.random.Generator, doc: Document, n: int) -> list[tuple[str, str]]:
@@ -239,7 +245,7 @@ def make_document(rng: np.random.Generator, spec: DocSpec, doc_id: str) -> Docum
   passages = list(body)
   for slot, sent in sorted(zip(slots, ev_sents), key=lambda t: -t[0]):  # insert from the back
     passages.insert(slot, [sent])
-  return Document(_record(passages, ev_sents, doc_id, question, answer, spec), passages)
+  return Document(_record(passages, ev_sents, doc_id, question, answer, spec), passages, evidence)
 
 
 def _record(passages, ev_sents, doc_id, question, answer, spec: DocSpec) -> dict:

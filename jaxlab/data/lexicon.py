@@ -120,12 +120,60 @@ HELD_OUT_MULTI_QUESTIONS = {
   ("headquartered_in", "country"): "Which country is {s} headquartered in?",
 }
 
+# Two more training wordings, so a reader trained on several ways of asking for each relation and
+# chain learns the relation rather than one sentence; the held-out wording stays unlike all three.
+# The same vocabulary rule holds.
+TRAIN_B_SINGLE_QUESTIONS = {
+  "born_in": "What is the place of birth of {s}?", "lives_in": "Where does {s} live now?",
+  "works_for": "By which organisation is {s} employed?", "profession": "What is {s} by trade?",
+  "hobby": "What is the lifelong passion of {s}?", "headquartered_in": "In which town is {s} headquartered?",
+  "founded_by": "Who started {s}?", "founded_year": "In what year was {s} started?",
+  "industry": "What is the main line of business of {s}?", "country": "Which country has {s} within its borders?",
+}
+
+TRAIN_B_MULTI_QUESTIONS = {
+  ("works_for", "headquartered_in"): "In which town is the employer of {s} headquartered?",
+  ("works_for", "founded_by"): "Who started the organisation that {s} works for?",
+  ("works_for", "founded_year"): "In what year was the employer of {s} started?",
+  ("works_for", "industry"): "What is the main line of business of the employer of {s}?",
+  ("born_in", "country"): "What is the country of birth of {s}?",
+  ("lives_in", "country"): "In which country does {s} live now?",
+  ("founded_by", "born_in"): "What is the place of birth of the person who started {s}?",
+  ("founded_by", "profession"): "What is the founder of {s} by trade?",
+  ("headquartered_in", "country"): "Which country has the headquarters of {s} within its borders?",
+}
+
+TRAIN_C_SINGLE_QUESTIONS = {
+  "born_in": "In what place was {s} born?", "lives_in": "Where is the home of {s}?",
+  "works_for": "Which organisation has {s} on its staff?", "profession": "What was {s} trained to become?",
+  "hobby": "What does {s} enjoy on weekends?", "headquartered_in": "Which town is home to the headquarters of {s}?",
+  "founded_by": "Which person founded {s}?", "founded_year": "Which year was {s} founded in?",
+  "industry": "Which industry is {s} known for?", "country": "Which country is home to {s}?",
+}
+
+TRAIN_C_MULTI_QUESTIONS = {
+  ("works_for", "headquartered_in"): "Which town is home to the headquarters of the employer of {s}?",
+  ("works_for", "founded_by"): "Which person founded the employer of {s}?",
+  ("works_for", "founded_year"): "Which year was the employer of {s} founded in?",
+  ("works_for", "industry"): "Which industry is the employer of {s} known for?",
+  ("born_in", "country"): "Which country is home to the town where {s} was born?",
+  ("lives_in", "country"): "Which country is home to the town where {s} lives?",
+  ("founded_by", "born_in"): "In what place was the founder of {s} born?",
+  ("founded_by", "profession"): "What was the founder of {s} trained to become?",
+  ("headquartered_in", "country"): "Which country is home to the headquarters of {s}?",
+}
+
 # Question wording -> (single-fact templates, two-hop templates). Both tables of a wording have the
 # same keys in the same order, so a wording changes how a question reads and nothing that is drawn.
 QUESTION_WORDINGS = {
   "train": (SINGLE_QUESTIONS, MULTI_QUESTIONS),
+  "train_b": (TRAIN_B_SINGLE_QUESTIONS, TRAIN_B_MULTI_QUESTIONS),
+  "train_c": (TRAIN_C_SINGLE_QUESTIONS, TRAIN_C_MULTI_QUESTIONS),
   "held_out": (HELD_OUT_SINGLE_QUESTIONS, HELD_OUT_MULTI_QUESTIONS),
 }
+# The wordings training questions may be drawn from (`LongDocQAConfig.train_wordings`: the first k),
+# the canonical one first.
+TRAINING_WORDINGS = ("train", "train_b", "train_c")
 
 # Neutral filler: prose that names no entity and states no fact, so it can never answer a question.
 FILLER_TEMPLATES = [

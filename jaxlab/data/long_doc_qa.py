@@ -15,7 +15,12 @@ from its own Generator seeded by (seed, split, index), so a record never depends
 `question_wording="held_out"` renders the validation and test questions with the held-out templates
 (`lexicon.HELD_OUT_*_QUESTIONS`) and changes nothing else: the same documents, answers, ids and
 unanswerable schedule as the default wording, so a reader can be scored on questions worded unlike
-any it trained on. The train split always keeps the training wording.
+any it trained on. The train split never uses it.
+
+`train_wordings=k` (k > 1) renders each train-split question in one of the first k training wordings
+(`lexicon.TRAINING_WORDINGS`), drawn per question, and changes nothing else either. Only the QA train
+split varies: validation and test keep `question_wording`, and the "pretrain" corpus of the base
+model keeps the canonical wording.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from jaxlab.data import documents as D
+from jaxlab.data import lexicon as lx
 from jaxlab.data import world as W
 
 KINDS = ("document", "qa", "extract", "fact_qa")
@@ -55,6 +61,7 @@ class LongDocQAConfig(tfds.core.BuilderConfig):
   abstain_answer: str = "unknown"
   questions_per_document: int = 1  # train split only: more questions on each training document
   question_wording: str = "train"  # "train" | "held_out": the templates of validation and test questions
+  train_wordings: int = 1  # train split only: questions drawn from the first k of lexicon.TRAINING_WORDINGS
 
 
 def _grid_configs() -> list[LongDocQAConfig]:
@@ -64,8 +71,21 @@ def _grid_configs() -> list[LongDocQAConfig]:
 
 
 def _wording(cfg: LongDocQAConfig, split: str) -> str:
-  """The question wording of `split`: training questions always read as the training templates."""
+  """The question wording of `split`: training questions read as the canonical training templates
+  (`_train_wording` may word them otherwise)."""
   return "train" if split == "train" else cfg.question_wording
+
+
+def _train_wording(cfg: LongDocQAConfig, split: str, i: int, k: int) -> str:
+  """The wording of question k of document i: on the train split with `train_wordings` > 1, one of
+  the first `train_wordings` training wordings, uniformly, from a Generator of its own (so no other
+  draw moves); otherwise `_wording`."""
+  if split != "train" or cfg.train_wordings == 1:
+    return _wording(cfg, split)
+  if not 1 <= cfg.train_wordings <= len(lx.TRAINING_WORDINGS):
+    raise ValueError(f"train_wordings must lie in [1, {len(lx.TRAINING_WORDINGS)}], got {cfg.train_wordings}")
+  rng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 3, k])
+  return lx.TRAINING_WORDINGS[int(rng.integers(cfg.train_wordings))]
 
 
 def _sample_spec(rng: np.random.Generator, cfg: LongDocQAConfig, split: str) -> D.DocSpec:
@@ -97,25 +117,30 @@ def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
   relation the document does not contain; gold answer `abstain_answer`, no evidence) replaces a
   question on the schedule of `unanswerable_fraction`, drawn from its own Generator, and extra
   training questions (other stated facts and chains, `documents.question_pool`) from another. The
-  question wording draws nothing, so it changes only the `question` field."""
+  question wording draws nothing, so it changes only the `question` field; a varied training
+  wording (`train_wordings`) is drawn per question from a Generator of its own, and the questions
+  are chosen in the canonical wording before it words them."""
   per_doc = cfg.questions_per_document if split == "train" else 1
   j = 0
   for i in range(num):
     rng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i])
     doc = D.make_document(rng, _sample_spec(rng, cfg, split), f"{split}-{i:06d}")
-    record = {**doc.record, "answerable": True}
+    wordings = [_train_wording(cfg, split, i, k) for k in range(per_doc)]
+    own = D.question_text(doc.evidence[0].subject, [f.relation for f in doc.evidence], wordings[0])
+    record = {**doc.record, "question": own, "answerable": True}
     questions = [record]
-    if per_doc > 1:
+    if per_doc > 1:  # chosen in the canonical wording (the train split's documents are worded so)
       extra = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 2])
-      pool = [q for q in D.question_pool(doc) if q[0] != record["question"]]
-      for k, n in enumerate(extra.permutation(len(pool))[:per_doc - 1]):
-        q, a, task = pool[n]
+      keep = [n for n, q in enumerate(D.question_pool(doc)) if q[0] != doc.record["question"]]
+      pools = {w: D.question_pool(doc, w) for w in dict.fromkeys(wordings)}
+      for k, n in enumerate(extra.permutation(len(keep))[:per_doc - 1]):
+        q, a, task = pools[wordings[k + 1]][keep[n]]
         questions.append({**record, "id": f"{record['id']}-{k + 1}", "question": q, "gold_answer": a,
                           "task_type": task, **_NO_EVIDENCE})
     for k, r in enumerate(questions):
       if _unanswerable(cfg, j):
         urng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 1, k])
-        u = D.unanswerable_question(urng, doc, split, r["task_type"], _wording(cfg, split))
+        u = D.unanswerable_question(urng, doc, split, r["task_type"], wordings[k])
         r = {**r, "question": u["question"], "gold_answer": cfg.abstain_answer, "answerable": False, **_NO_EVIDENCE}
       j += 1
       yield r

@@ -14,6 +14,9 @@ Held-out wording (`load_held_out`): the run's test split with each question word
 templates of its relation or chain (`lexicon.HELD_OUT_*_QUESTIONS`, never in training data), the
 same documents, gold answers and ids otherwise.
 
+Training wordings: `data.train_wordings` = k > 1 words each synthetic training question in one of
+the first k training wordings (`lexicon.TRAINING_WORDINGS`); validation and test never use them.
+
 Consistency probes (synthetic test set only): for each multi-hop question, its second hop asked
 directly about the true bridge entity ("Where is Corvin Systems headquartered?" beside "Where is
 the organisation that Mara Okafor works for headquartered?"). Both have the same gold answer on
@@ -75,13 +78,14 @@ def probe(record: dict, wording: str = "train") -> dict | None:
 ABSTENTION_KNOBS = ("unanswerable_fraction", "abstain_answer", "questions_per_document")
 # Builder knobs named in a builder's name only when set away from their defaults, so data built
 # before a knob existed keeps its name.
-OPTIONAL_KNOBS = ABSTENTION_KNOBS + ("question_wording",)
+OPTIONAL_KNOBS = ABSTENTION_KNOBS + ("question_wording", "train_wordings")
 
 
 def synthetic_config(config, seed: int | None = None, **override) -> long_doc_qa.LongDocQAConfig:
   """The TFDS config of the run's synthetic set (`seed`: the world seed, None for the run's `seed`;
   `override`: data fields replaced, e.g. a context-rot cell's distractor ratio and horizon, or the
-  builder's `question_wording`). The name is a fingerprint of what fixes the records."""
+  builder's `question_wording`). The name is a fingerprint of what fixes the records.
+  `data.train_wordings` (absent in configs written before it: 1) words the training questions."""
   seed = config.seed if seed is None else seed
   d = {**config.data.to_dict(), **override}
   knobs = {k: d[k] for k in ("min_tokens", "max_tokens", "distractor_ratio", "chunk_words",
@@ -94,7 +98,8 @@ def synthetic_config(config, seed: int | None = None, **override) -> long_doc_qa
       horizon=None if d["horizon"] < 0 else d["horizon"], chunk_tokens=d["chunk_words"], num_train=d["num_train"],
       num_validation=d["num_validation"], num_test=d["num_test"], seed=seed,
       unanswerable_fraction=d["unanswerable_fraction"], abstain_answer=d["abstain_answer"],
-      questions_per_document=d["questions_per_document"], question_wording=extra.get("question_wording", "train"))
+      questions_per_document=d["questions_per_document"], question_wording=extra.get("question_wording", "train"),
+      train_wordings=extra.get("train_wordings", 1))
 
 
 def _test_seed(config) -> int:
@@ -107,12 +112,13 @@ def _test_seed(config) -> int:
 def test_config(config, question_wording: str = "train", **override) -> long_doc_qa.LongDocQAConfig:
   """The TFDS config whose test split the run is scored on: the run's own (`synthetic_config`) when
   the test world is the run's and the wording the training one; otherwise a config of the test
-  seed and `question_wording` whose train and validation splits are one document each (never read)."""
+  seed and `question_wording` whose train and validation splits are one document each (never read),
+  so it is one builder whatever `data.train_wordings` is."""
   seed = _test_seed(config)
   if seed == config.seed and question_wording == "train":
     return synthetic_config(config, **override)
   return synthetic_config(config, seed=seed, **{**override, "num_train": 1, "num_validation": 1,
-                                                "question_wording": question_wording})
+                                                "question_wording": question_wording, "train_wordings": 1})
 
 
 def test_world(config, **override) -> dict:

@@ -24,6 +24,7 @@ import jax
 
 from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
                                 require_int, tuple_of)
+from jaxlab.data import lexicon
 from jaxlab.paging import (encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
                            reporting as pager_report, rot, seeds, selective)
 from jaxlab.paging.pipeline import DTYPES
@@ -60,6 +61,8 @@ def validate(config) -> None:
   require(config, "data.unanswerable_fraction", lambda v: is_probability(v) and v < 1, "in [0, 1)")
   require(config, "data.abstain_answer", lambda v: isinstance(v, str) and v.strip(), "a non-empty string")
   require_int(config, "data.test_seed", -1, "-1: the run's seed")
+  require(config, "data.train_wordings", lambda v: int_at_least(1)(v) and v <= len(lexicon.TRAINING_WORDINGS),
+          f"an integer in [1, {len(lexicon.TRAINING_WORDINGS)}] (the training wordings drawn from)")
   if not d.jsonl_dir:
     require_int(config, "data.min_tokens", 1)
     require(config, "data.max_tokens", lambda v: isinstance(v, int) and v >= d.min_tokens, ">= data.min_tokens")
