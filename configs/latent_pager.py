@@ -88,7 +88,9 @@ def repro():
       pager="Question: {question}\nAnswer:"))
   c.eval = ml_collections.ConfigDict(dict(
       batch_size=64,                # questions per answer call, both systems (latency: one at a time)
-      latency_questions=16, bootstrap=10_000,
+      latency_questions=16, bootstrap=10_000,   # latency: one test question per timed document
+      questions_per_document_timed=(1, 4, 16),   # latency as served: Q questions per document after its ingestion
+      latency_repeats=3,            # the timed workload, repeated over the same documents
       pager_confidence="head",      # head | answer | head+answer: what the pager's abstention threshold reads
       # Every system answers the most confident `target_coverage` of validation questions (the
       # threshold carried to test): a rule that cannot abstain on most questions by accident.
@@ -231,7 +233,8 @@ def smoke():
                          warmup_steps=1))
   c.generation.update(dict(max_new_tokens=6, repetition_penalty=1.3))
   c.text_buffer.update(dict(extract_max_tokens=8, max_context_tokens=48))
-  c.eval.update(dict(batch_size=1, latency_questions=2, bootstrap=200))   # answers at batch 1: as timed
+  c.eval.update(dict(batch_size=1, latency_questions=2, bootstrap=200,   # answers at batch 1: as timed
+                     questions_per_document_timed=(1, 4), latency_repeats=2))
   c.frontier.update(dict(slots_per_chunk=(1, 2), pointer_slots_per_chunk=(2,), icae_slots_per_chunk=(2,),
                          hidden_layers=((1, 2),), depths=(0,),
                          pretrain_steps=2,

@@ -7,6 +7,7 @@ params before and after), on the one generation entry (the settings each system 
 and on the threshold choice (which questions it saw); the tests read what they recorded.
 """
 
+import dataclasses
 import functools
 import json
 
@@ -428,13 +429,15 @@ def test_every_system_answers_with_the_same_settings(run):
   shared = generation.settings_from(config, eos, pad)
   pager = {s for s, prefix in seen["generate"] if prefix}
   text = {s for s, prefix in seen["generate"] if not prefix}
-  assert pager == {shared}
+  # Beside the answers, the latency timing's time-to-first-token calls: the same settings, one new token.
+  first_token = dataclasses.replace(shared, max_new_tokens=1)
+  assert pager == {shared, first_token}
   # The text buffer makes two kinds of call: chunk extraction and the answer, which is the pager's
   # (and the full context's).
   extract = generation.Settings(config.text_buffer.extract_max_tokens, config.text_buffer.extract_repetition_penalty,
                                 eos, pad, True)
   assert shared.repetition_penalty == 1.3 != extract.repetition_penalty
-  assert text == {shared, extract}
+  assert text == {shared, extract, first_token}
 
 
 def test_pager_confidences_are_the_head_the_answer_and_their_sum(run):
@@ -507,7 +510,9 @@ def test_report_headline_and_rebuild(run):
   assert "held_out/all/latent_pager/f1_raw" in summary["figures"] and "## Held-out wordings" in shown
   assert timed["latency_ratio"]["n"] == config.eval.latency_questions and isinstance(timed["latency_bar"], bool)
   assert timed["latent_pager"]["ids"] == timed["text_buffer"]["ids"] and timed["cpu_ratio"]["n"] > 0
-  assert all(len(timed[s]["cpu_s"]) == len(timed[s]["latency_s"]) for s in ("latent_pager", "text_buffer"))
+  # The bar's ratio is the end to end at one question per document.
+  assert timed["latency_ratio"] == timed["served"]["1"]["ratio"] and timed["cpu_ratio"] == timed["served"]["1"]["cpu_ratio"]
+  assert "## Latency as served" in shown and "### Q = 4 questions per document" in shown
   rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   assert sum(not r["answerable"] for r in rows) > 0 and any(r["answers"]["full_context"] for r in rows)
   assert summary["figures"]["abstention/latent_pager"]["unanswerable"] > 0
@@ -516,6 +521,39 @@ def test_report_headline_and_rebuild(run):
   experiment.report(workdir)  # `jaxlab report` rebuilds the same summary
   assert (workdir / "summary.json").read_bytes() == text
   assert (workdir / "risk_coverage.png").is_file() and "0.0257" in (workdir / "report.md").read_text()
+
+
+def test_latency_as_served_ingests_each_document_once_per_repeat_and_answers_every_q(run):
+  config, workdir, _, _ = run
+  timed = json.loads((workdir / "timing.json").read_text())
+  qs, repeats, docs = tuple(config.eval.questions_per_document_timed), config.eval.latency_repeats, \
+      config.eval.latency_questions
+  assert tuple(timed["questions_per_document"]) == qs == (1, 4) and timed["repeats"] == repeats
+  test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  first = [r for r in test if not r["probe"]][:docs]
+  assert timed["latent_pager"]["ids"] == [r["id"] for r in first] and len({r["document"] for r in first}) == docs
+  for s in ("latent_pager", "text_buffer"):
+    for clock in ("wall_s", "cpu_s"):
+      t = timed[s][clock]
+      # One ingestion and one first-token call per document per repeat, max(Q) answers after them.
+      assert np.shape(t["ingest"]) == np.shape(t["first_token"]) == (repeats, docs)
+      assert np.shape(t["answer"]) == (repeats, docs, max(qs))
+      assert min(np.min(t["ingest"]), np.min(t["answer"]), np.min(t["first_token"])) >= 0
+    assert timed[s]["peak_bytes"] > 0
+  for q in qs:
+    row = timed["served"][str(q)]
+    assert row["ratio"]["n"] == docs and row["ratio"]["ci"] is not None and row["cpu_ratio"]["ci"] is not None
+    for s in ("latent_pager", "text_buffer"):
+      fig = row[s]
+      assert set(fig) == {"ingest", "question", "ttft", "end_to_end", "cpu_end_to_end"}
+      assert all(f["n"] == docs and f["ci"] is not None for f in fig.values())
+      # End to end per question is the ingestion spread over q answers, so it falls with q.
+      wall = timed[s]["wall_s"]
+      e2e = np.mean((np.asarray(wall["ingest"]) + np.sum(np.asarray(wall["answer"])[..., :q], -1)) / q)
+      np.testing.assert_allclose(fig["end_to_end"]["mean"], e2e, rtol=1e-9)
+      np.testing.assert_allclose(fig["ttft"]["mean"], np.mean(np.add(wall["ingest"], wall["first_token"])), rtol=1e-9)
+  assert timed["served"]["1"]["latent_pager"]["ingest"] == timed["served"]["4"]["latent_pager"]["ingest"]
+  assert "served" not in json.loads((workdir / "summary.json").read_text())
 
 
 def test_context_rot_grid_reads_the_trained_pager(run, tiny_lm, tmp_path):

@@ -20,9 +20,11 @@ bootstrap intervals (`eval.bootstrap` resamples); against the full context only 
 whose document fits. Claims are graded by `core.report.claim` on those intervals.
 
 Wall-clock timings stay out of summary.json, so two runs of one config on one machine kind write
-the same summary byte for byte (its receipt checks that): the latency ratio (text buffer / pager,
-with its bootstrap interval) and the bar's latency part are written to timing.json beside the
-per-question latencies they come from, and report.md shows them in the headline.
+the same summary byte for byte (its receipt checks that): the latency as served (`served_latency`:
+per number of questions per document, each system's seconds and the ratio text buffer / pager,
+with bootstrap intervals over the timed documents) and the bar's latency part (the ratio at one
+question per document) are written to timing.json beside the seconds they come from, and report.md
+shows them.
 
 The bar's parts are the experiment's targets: summary.json "targets" holds the two answer parts,
 report.md's targets section adds the latency part from timing.json. Peak memory is one measurement
@@ -293,14 +295,53 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
   return summary
 
 
-def latency_ratio(timing: dict, resamples: int, seed: int, key: str = "latency_s") -> dict | None:
-  """Text-buffer over pager mean seconds (wall, or CPU with key="cpu_s") on the timed questions,
-  with a paired bootstrap interval."""
-  if key not in timing.get("latent_pager", {}) or key not in timing.get("text_buffer", {}):
+SERVED_FIGURES = ("ingest", "question", "ttft", "end_to_end")
+
+
+def served_per_document(timing: dict, system: str, q: int, clock: str = "wall_s") -> dict | None:
+  """One system's latency as served at q questions per document (`timing.served`), per timed
+  document, its mean over the repeats: {"ingest": the document work, "question": the mean of its
+  first q answers, "ttft": ingestion + the one-token answer, "end_to_end": (ingestion + the first
+  q answers) / q} in seconds (wall, or CPU with clock="cpu_s"); None where timing.json holds no
+  such measurement."""
+  t = timing.get(system, {}).get(clock)
+  if not isinstance(t, dict) or q not in timing.get("questions_per_document", ()):
     return None
-  a, b = np.array(timing["text_buffer"][key]), np.array(timing["latent_pager"][key])
+  ingest, answers, first = (np.asarray(t[p], np.float64) for p in ("ingest", "answer", "first_token"))
+  a = answers[..., :q]
+  return {"ingest": ingest.mean(0), "question": a.mean(-1).mean(0), "ttft": (ingest + first).mean(0),
+          "end_to_end": ((ingest + a.sum(-1)) / q).mean(0)}
+
+
+def latency_ratio(timing: dict, resamples: int, seed: int, clock: str = "wall_s", q: int = 1) -> dict | None:
+  """Text buffer over pager mean end-to-end seconds per question at q questions per document (wall,
+  or CPU with clock="cpu_s"), with a bootstrap interval over the timed documents (a resampled
+  document brings both systems' figures). At q = 1, the bar's latency part."""
+  a, b = (served_per_document(timing, s, q, clock) for s in ("text_buffer", "latent_pager"))
+  if a is None or b is None:
+    return None
+  a, b = a["end_to_end"], b["end_to_end"]
   out = bootstrap_claim(lambda idx: a[idx].mean(axis=-1) / b[idx].mean(axis=-1), len(a), resamples, seed)
   return {"mean": out["diff"], "ci": out["ci"], "n": out["n"]}
+
+
+def served_latency(timing: dict, resamples: int, seed: int) -> dict:
+  """{str(q): {system: {figure: {"mean", "ci", "n"}}, "ratio", "cpu_ratio"}} for every q of the
+  timed workload ({} for a timing.json without one): each figure of `served_per_document` (and
+  "cpu_end_to_end", the end to end in CPU seconds) as its mean over the timed documents with a
+  bootstrap interval over them; the ratios as `latency_ratio`."""
+  out = {}
+  for q in timing.get("questions_per_document", ()):
+    row = {}
+    for s in ("latent_pager", "text_buffer"):
+      wall, cpu = served_per_document(timing, s, q), served_per_document(timing, s, q, "cpu_s")
+      if wall is not None:
+        row[s] = {f: _mean_ci(wall[f], resamples, seed) for f in SERVED_FIGURES}
+        row[s]["cpu_end_to_end"] = None if cpu is None else _mean_ci(cpu["end_to_end"], resamples, seed)
+    row["ratio"] = latency_ratio(timing, resamples, seed, q=q)
+    row["cpu_ratio"] = latency_ratio(timing, resamples, seed, "cpu_s", q)
+    out[str(q)] = row
+  return out
 
 
 def headline(config, summary, per_question, answerable, resamples, seed) -> dict:

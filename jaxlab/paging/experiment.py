@@ -124,7 +124,11 @@ def validate(config) -> None:
     require(config, f"prompts.{field}", lambda v, s=slot: "{" + s + "}" in v, f"a template with {{{slot}}}")
   require(config, "prompts.answer", lambda v: "{question}" in v, "a template with {question}")
   require_int(config, "eval.batch_size", 1)
-  require_int(config, "eval.latency_questions", 2, "one warm-up question is timed apart")
+  require_int(config, "eval.latency_questions", 2, "timed documents: an interval needs two")
+  require(config, "eval.questions_per_document_timed",
+          lambda v: tuple_of(None, int_at_least(1))(v) and 1 in v and len(set(v)) == len(v),
+          "a tuple of distinct question counts >= 1 holding 1 (the bar's latency part is judged at 1)")
+  require_int(config, "eval.latency_repeats", 1)
   require_int(config, "eval.bootstrap", 100)
   require(config, "eval.pager_confidence", lambda v: v in pager_lib.CONFIDENCES, f"one of {pager_lib.CONFIDENCES}")
   require(config, "eval.pager_confidence", lambda v: v != "head+answer" or config.sufficiency.enabled,

@@ -214,22 +214,34 @@ class Reader:
              abstain: generation.Abstain | None = None) -> tuple[list[str], np.ndarray | None]:
     """Greedy answers from soft tokens + question, in batches of one shape, and a confidence per
     question (`rows[i]` is question i's document)."""
-    settings = self.generator.settings
     ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
     out, conf = [], []
     for idx, keep in fixed_batches(len(questions), batch_size):
       soft = self.soft_tokens(docs.batch([rows[i] for i in idx], max_pages))
-      got = self.generator(ids[idx], mask[idx], prefix_embeds=soft)
-      out += generation.decode(tokenizer, got.tokens, settings, abstain)[:keep]
-      score = 0.0
-      if self.head:
-        p = np.asarray(self.head_program(self.params, soft, jnp.asarray(got.last_state)))
-        score = p if self.confidence == "head" else np.log(np.maximum(p, np.finfo(np.float32).tiny))
-      if self.confidence != "head":
-        score = score + got.logprob
-      if self.head or self.confidence != "head":
-        conf.append(np.asarray(score)[:keep])
+      texts, score = self._generate(tokenizer, soft, ids[idx], mask[idx], abstain)
+      out += texts[:keep]
+      if score is not None:
+        conf.append(score[:keep])
     return out, (np.concatenate(conf) if conf else None)
+
+  def answer_from(self, tokenizer, soft, questions: list[str], template: str, *, width: int,
+                  abstain: generation.Abstain | None = None) -> tuple[list[str], np.ndarray | None]:
+    """`answer` of one batch from soft tokens already made (B, K, D), row i for question i: a
+    document's soft tokens depend on the document alone, so a server makes them once and keeps
+    them for every question on it."""
+    ids, mask = left_padded([prompt_ids(tokenizer, template, q) for q in questions], width)
+    return self._generate(tokenizer, soft, ids, mask, abstain)
+
+  def _generate(self, tokenizer, soft, ids, mask, abstain) -> tuple[list[str], np.ndarray | None]:
+    got = self.generator(ids, mask, prefix_embeds=soft)
+    texts = generation.decode(tokenizer, got.tokens, self.generator.settings, abstain)
+    score = 0.0
+    if self.head:
+      p = np.asarray(self.head_program(self.params, soft, jnp.asarray(got.last_state)))
+      score = p if self.confidence == "head" else np.log(np.maximum(p, np.finfo(np.float32).tiny))
+    if self.confidence != "head":
+      score = score + got.logprob
+    return texts, (np.asarray(score) if self.head or self.confidence != "head" else None)
 
   def peak_bytes(self, inputs, q_width: int) -> int:
     """The largest of its programs' device memory for one batch of `inputs`."""

@@ -128,7 +128,7 @@ def answer_test(setup: Setup, config, trained: dict, test: list[dict], tb=None) 
   tb = tb or setup.text_buffer(test)
   answered = answer_split(setup, config, trained, test, tb=tb)
   timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
-  measured = timing.measure(setup, config, trained, tb, timed)
+  measured = timing.served(setup, config, trained, tb, timed)
   return answered, {**measured, "documents_computed": setup.store.computed, "max_pages": trained["max_pages"]}
 
 

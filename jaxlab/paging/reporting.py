@@ -1,17 +1,14 @@
 """report.md of a latent-pager comparison: what ran, the targets, the headline and the bar, the
-published tables beside ours, abstention and risk-coverage, latency, the graded claims, training,
-plots and examples. `write(workdir)` rebuilds summary.json (`analysis.py`), timing.json's ratios,
-the plots (`plots.py`) and report.md from a finished workdir."""
+published tables beside ours, abstention and risk-coverage, latency as served, the graded claims,
+training, plots and examples. `write(workdir)` rebuilds summary.json (`analysis.py`), timing.json's
+latency figures and ratios, the plots (`plots.py`) and report.md from a finished workdir."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from jaxlab.core import report as report_lib
-from jaxlab.core.stats import describe
-from jaxlab.paging import encoders, metrics, published
+from jaxlab.paging import analysis, encoders, metrics, published
 from jaxlab.paging.analysis import (ANSWER_METRICS, LABELS, NAMES, SYSTEMS, TASKS, _cell, bar_parts, ci_text,
                                     HELD_OUT, _rows, coverage_key, declared_text, diff_text, latency_bar, latency_ratio, load,
                                     summarize, systems_in)
@@ -21,8 +18,9 @@ from jaxlab.paging.plots import plot_risk_coverage, plot_training
 def latency_target(ratio: dict | None, speedup: float) -> dict:
   """The bar's latency part as a target: a wall-clock figure, so for report.md, never summary.json."""
   return report_lib.target(f">= {speedup:g}x lower latency than the text buffer",
-                           f"text buffer / pager mean latency per question at least {speedup:g}, one question per "
-                           "document, on the point estimate", latency_bar(ratio, speedup),
+                           f"text buffer / pager mean end-to-end seconds per question at least {speedup:g} at one "
+                           "question per document (its ingestion and the answer), on the point estimate",
+                           latency_bar(ratio, speedup),
                            "n/a" if not ratio else f"{ci_text(ratio, 2)}x (timing.json)")
 
 
@@ -127,23 +125,33 @@ def memory_note(figures: dict) -> str:
           "as measured (the answerable-questions table) with no interval.")
 
 
-def latency_section(timing: dict) -> str:
-  rows = []
-  for s in SYSTEMS:
-    if s in timing:
-      lat, cpu = describe(timing[s]["latency_s"]), timing[s].get("cpu_s")
-      rows.append([LABELS[s], f"{lat['mean']:.4f}", f"{lat['sd']:.4f}" if lat["sd"] is not None else "n/a",
-                   "n/a" if cpu is None else f"{np.mean(cpu):.4f}", lat["n"]])
-  ratio, cpu_ratio = timing.get("latency_ratio"), timing.get("cpu_ratio")
-  text = report_lib.markdown_table(["system", "latency per question (s)", "sd", "CPU seconds per question", "n"],
-                                   rows)
-  if ratio:
-    text += (f"\n\nText buffer / pager mean latency: **{ci_text(ratio, 2)}x** (paired bootstrap over the timed questions; "
-             "published 2.55x = 19.55 s / 7.65 s)"
-             + (f"; in CPU time {ci_text(cpu_ratio, 2)}x" if cpu_ratio else "")
-             + ". The systems take turns question by question. Wall times differ run to run on a shared machine, "
-             "so these figures stay in timing.json, out of summary.json.")
-  return text
+def latency_section(timing: dict, speedup: float) -> str:
+  """Latency as served: a table per number of questions per document (timing.json "served")."""
+  served = timing.get("served")
+  if not served:
+    return "timing.json holds no latency as served (a run timed before it was measured)."
+  ids, repeats = timing["latent_pager"]["ids"], timing["repeats"]
+  text = [f"{len(ids)} test documents, each asked its own test question Q times (in turn with its others, where it "
+          f"has more), the whole workload {repeats} times; per document each system ingests it once (the pager its "
+          "soft tokens from the chunks' pages, the text buffer its notes), then answers Q questions one at a time, "
+          "nothing else kept. Time to first token: ingestion + one answer call of the first question with one new "
+          "token. End to end: (ingestion + Q answers) / Q. Means over the documents (each its mean over the repeats), "
+          "bootstrap intervals over the documents; the systems take turns document by document, the first "
+          "alternating by repeat. Wall times differ run to run on a shared machine, so these figures stay in "
+          "timing.json, out of summary.json."]
+  for q, row in served.items():
+    rows = [[LABELS[s]] + [ci_text(row[s][f]) for f in analysis.SERVED_FIGURES] + [ci_text(row[s]["cpu_end_to_end"])]
+            for s in SYSTEMS if s in row]
+    judged = (f"the bar's latency part, >= {speedup:g}x: **{latency_bar(row['ratio'], speedup)}**" if q == "1" else
+              "reported, no bar")
+    ratio = "n/a" if not row["ratio"] else f"**{ci_text(row['ratio'], 2)}x**"
+    cpu = f"; in CPU time {ci_text(row['cpu_ratio'], 2)}x" if row["cpu_ratio"] else ""
+    text.append(f"### Q = {q} question{'s' * (q != '1')} per document\n\n" + report_lib.markdown_table(
+        ["system", "ingestion per document (s)", "per question, answering (s)", "time to first token (s)",
+         "end to end per question (s)", "end to end per question, CPU (s)"], rows)
+        + f"\n\nText buffer / pager, end to end per question: {ratio}{cpu} ({judged}"
+        + ("; published 2.55x = 19.55 s / 7.65 s, one question per document)" if q == "1" else ")"))
+  return "\n\n".join(text)
 
 
 def world_text(world: dict, seed: int) -> str:
@@ -193,7 +201,8 @@ def write(workdir: Path) -> Path:
   report_lib.write_json(workdir / "summary.json", summary)
   ratio = latency_ratio(timing, config["eval"]["bootstrap"], config["seed"])
   timing = {**timing, "latency_ratio": ratio, "latency_bar": latency_bar(ratio, config["bar"]["speedup"]),
-            "cpu_ratio": latency_ratio(timing, config["eval"]["bootstrap"], config["seed"], "cpu_s")}
+            "cpu_ratio": latency_ratio(timing, config["eval"]["bootstrap"], config["seed"], "cpu_s"),
+            "served": analysis.served_latency(timing, config["eval"]["bootstrap"], config["seed"])}
   report_lib.write_json(workdir / "timing.json", timing)
   systems = systems_in(rows)
   main = [r for r in rows if not r["probe"]]
@@ -236,7 +245,7 @@ def write(workdir: Path) -> Path:
       ("What the answers are", errors_table(summary, systems)),
       *tables(summary, systems, n),
       ("Abstention and risk-coverage", abstention_table(summary, systems)),
-      ("Latency", latency_section(timing)),
+      ("Latency as served", latency_section(timing, config["bar"]["speedup"])),
       report_lib.claims_section(summary["claims"], "Intervals are paired bootstraps over test questions; the speed "
                                 "claim is graded in the latency section (timings stay out of summary.json). "
                                 + memory_note(summary["figures"])),

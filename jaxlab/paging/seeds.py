@@ -11,8 +11,9 @@ The study's summary puts every seed's headline figures side by side and grades t
 per seed, on that run's intervals over test questions (as `compare` grades it), and over seeds,
 on a nested bootstrap (`core.stats.nested_bootstrap`: seeds and questions resampled together), so
 the interval holds the spread between training runs as well as the questions'. The latency
-ratios are wall-clock figures and stay out of summary.json (timing.json, report.md). The targets
-(summary.json "targets", report.md) are the bar's parts judged over seeds.
+ratios (end to end per question at one question per document) are wall-clock figures and stay
+out of summary.json (timing.json, report.md). The targets (summary.json "targets", report.md)
+are the bar's parts judged over seeds.
 """
 
 from __future__ import annotations
@@ -141,12 +142,14 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
 
 
 def latency(config: dict, runs: dict[int, dict]) -> dict:
-  """Per seed, each run's latency ratio (text buffer / pager); over seeds, the ratio of mean
-  latencies with a nested bootstrap over seeds and timed questions (wall clock: timing.json)."""
+  """Per seed, each run's latency ratio (text buffer / pager, end to end per question at one
+  question per document); over seeds, the ratio of the mean seconds with a nested bootstrap over
+  seeds and timed documents (each document's mean over its run's repeats; wall clock:
+  timing.json)."""
   seeds = sorted(runs)
   per_seed = {str(s): {"latency_ratio": runs[s]["timing"].get("latency_ratio"),
                        "latency_bar": runs[s]["timing"].get("latency_bar")} for s in seeds}
-  lat = {k: np.stack([np.asarray(runs[s]["timing"][k]["latency_s"]) for s in seeds])
+  lat = {k: np.stack([analysis.served_per_document(runs[s]["timing"], k, 1)["end_to_end"] for s in seeds])
          for k in ("text_buffer", "latent_pager")}
   text, pager = seed_unit_mean(lat["text_buffer"]), seed_unit_mean(lat["latent_pager"])
   out = nested_bootstrap(lambda si, ui: text(si, ui) / pager(si, ui),
@@ -219,7 +222,8 @@ def report(workdir) -> Path:
        f"Text buffer: {text_figs}. Per seed, the intervals are that run's paired bootstraps over test questions; over "
        "seeds, a nested bootstrap resampling seeds and questions together "
        f"({config['eval']['bootstrap']:,} resamples), so they hold the spread between training runs. Latency ratios "
-       "are text buffer / pager mean seconds (timing.json).\n\n" + report_lib.markdown_table(
+       "are text buffer / pager mean end-to-end seconds per question at one question per document (timing.json; over "
+       "seeds, nested over seeds and timed documents).\n\n" + report_lib.markdown_table(
            ["training seed", "kept step (val F1)"] + [f"pager {what}; - text buffer" for _, _, what, _ in parts]
            + ["latency ratio", "bar parts (" + " / ".join(p for p, *_ in parts) + " / latency)"], rows)),
       report_lib.plots_section([plot(summary, parts, workdir)]),
