@@ -4,6 +4,7 @@
   jaxlab run configs/latent_pager.py:pretrain_slots --workdir checkpoints/latent_pager_pretrain_slots
   jaxlab run configs/latent_pager.py:cpu --workdir checkpoints/latent_pager_cpu            # the comparison, < 30 min
   jaxlab run configs/latent_pager.py:cpu_slots --workdir checkpoints/latent_pager_cpu_slots  # with the slots encoder
+  jaxlab run configs/latent_pager.py:cpu_mean --workdir checkpoints/latent_pager_cpu_mean    # mean-pooled pages
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
   jaxlab run configs/latent_pager.py:seeds --workdir checkpoints/latent_pager_seeds        # cpu over training seeds
@@ -26,6 +27,9 @@ and scores the chosen points once on test. `seeds` runs `cpu` once per training 
 pipeline on Qwen3-1.7B; what it keeps from the published run and what it changes is listed in
 docs/latent_pager.md. Every system
 answers with the one `generation` block.
+
+The arms with equal adaptation (docs/latent_pager.md), each `cpu` with one change: `cpu_mean`
+(mean-pooled pages, no pretraining).
 """
 
 import ml_collections
@@ -173,6 +177,15 @@ def cpu_slots():
   return c
 
 
+def cpu_mean():
+  """`cpu` with mean-pooled pages (`mean`: each chunk's token states averaged over
+  `slots_per_chunk` windows, one linear map to the LM's width), trained from scratch in the QA
+  fine-tune with the same bridge and budget: nothing to pretrain."""
+  c = cpu()
+  c.pager.update(dict(encoder="mean", init=""))
+  return c
+
+
 def pretrain():
   """The encoder that ships in models/latent_pager_pointer."""
   c = pointer()
@@ -285,6 +298,6 @@ def qwen3_1p7b_repro():
 
 
 def get_config(arg=""):
-  return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "repro": repro, "pretrain": pretrain,
+  return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

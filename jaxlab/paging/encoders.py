@@ -1,5 +1,5 @@
-"""Page encoders that keep several slots per chunk (`slots`, `pointer`, `icae`), and the registry
-of every encoder (`Kind`, `register`, `get`; the published `pooled` design included).
+"""Page encoders that keep several slots per chunk (`slots`, `pointer`, `icae`, `mean`), and the
+registry of every encoder (`Kind`, `register`, `get`; the published `pooled` design included).
 
 `SlotEncoder`: a per-chunk cross-attention compressor. The frozen LM reads a chunk once; the
 hidden states of the chosen layers at **every** token (not one pooled vector) are concatenated per
@@ -20,6 +20,12 @@ takes the pointer-weighted mixture of the frozen LM's **input embeddings** of th
 page is that mixture plus the slot's latent vector times a learned gate (0 at the start). A sharp
 pointer hands the LM a word it knows exactly (a name it has never seen together with this
 question); a diffuse one, a blend; the latent part carries what no single word does.
+
+`mean` (mean-pooled pages, the compression literature's plain baseline): the same token states as
+`slots` reads (the chosen layers, concatenated per token), averaged over `slots_per_chunk`
+contiguous windows of the chunk's real tokens (`window_weights`), then one trainable linear map
+(shared by every page) to the LM's width, each page put at the embeddings' RMS times a learned
+scale as the slots encoder does. Nothing to pretrain: it learns in the QA fine-tune.
 
 Compression ratio = chunk tokens / pages per chunk (96 / 16 = 6x on `cpu`).
 """
@@ -72,6 +78,46 @@ class SlotEncoder(nnx.Module):
       words = jnp.einsum("bsc,bcd->bsd", weights, embeds.reshape(-1, c, d).astype(jnp.float32))
       pages = words + self.gate[...] * pages
     return pages.reshape(*lead, *pages.shape[1:])
+
+
+def window_weights(mask, windows: int):
+  """(N, C) masks of right-padded chunks -> (N, windows, C) weights averaging each window.
+
+  A chunk of n real tokens is cut into `windows` contiguous windows, window j holding tokens
+  [floor(j n / m), floor((j + 1) n / m)) (m = windows), so windows differ in size by at most one
+  token and never reach the padding. A chunk shorter than m leaves some windows without a token
+  of their own: such a window takes the one token where it starts (floor(j n / m)), so every page
+  is a mean of real tokens and some tokens serve two pages. A chunk with no real token (a padded
+  page, masked downstream) gets zero weights."""
+  c = mask.shape[-1]
+  n = jnp.sum(mask, axis=-1, dtype=jnp.int32)[:, None, None]
+  j = jnp.arange(windows, dtype=jnp.int32)[None, :, None]
+  start = j * n // windows
+  end = jnp.maximum((j + 1) * n // windows, start + 1)
+  t = jnp.arange(c, dtype=jnp.int32)[None, None, :]
+  inside = ((t >= start) & (t < end) & (t < n)).astype(jnp.float32)
+  return inside / jnp.maximum(jnp.sum(inside, axis=-1, keepdims=True), 1.0)
+
+
+class MeanEncoder(nnx.Module):
+  """Mean-pooled pages: window means of a chunk's token states (`window_weights`), one linear
+  map to the LM's width, each page at the embeddings' RMS times a learned scale."""
+
+  def __init__(self, num_layers: int, d_lm: int, slots: int, embed_rms: float, *, rngs: nnx.Rngs):
+    self.proj = nnx.Linear(num_layers * d_lm, d_lm, rngs=rngs)
+    self.scale = nnx.Param(jnp.asarray(embed_rms, jnp.float32))
+    self.slots = slots
+
+  def __call__(self, states, mask, key=None, embeds=None):
+    """states (..., C, L, D) of one chunk's tokens, mask (..., C) -> pages (..., slots, D), as
+    `SlotEncoder` takes them (no dropout, no embeddings)."""
+    del key, embeds
+    lead, (c, l, d) = states.shape[:-3], states.shape[-3:]
+    x = states.reshape(-1, c, l * d).astype(jnp.float32)
+    means = jnp.einsum("nmc,ncx->nmx", window_weights(mask.reshape(-1, c), self.slots), x)
+    pages = self.proj(means)
+    pages = pages * jax.lax.rsqrt(jnp.mean(pages * pages, axis=-1, keepdims=True) + 1e-6) * self.scale[...]
+    return pages.reshape(*lead, self.slots, d)
 
 
 def lora_adapters(lm, rank: int, key):
@@ -164,6 +210,9 @@ SLOT_FIELDS = ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "p
 register(Kind("pooled", None, stored_states=True))
 register(Kind("slots", _slots(False), fields=SLOT_FIELDS, frontier_counts="slots_per_chunk"))
 register(Kind("pointer", _slots(True), reads_embeds=True, fields=SLOT_FIELDS, frontier_counts="pointer_slots_per_chunk"))
+register(Kind("mean", lambda config, lm, d_lm, embed_rms, rngs: MeanEncoder(
+    len(config.pages.hidden_layers), d_lm, config.pager.slots_per_chunk, embed_rms, rngs=rngs),
+              fields=("pager.slots_per_chunk", "pages.hidden_layers"), frontier_counts="slots_per_chunk"))
 register(Kind("icae", lambda config, lm, d_lm, embed_rms, rngs: IcaeEncoder(
     lm, config.pager.slots_per_chunk, config.pager.lora_rank, embed_rms, rngs=rngs), runs_lm=True,
               fields=("pager.slots_per_chunk", "pager.lora_rank"), frontier_counts="icae_slots_per_chunk"))

@@ -1,6 +1,6 @@
-"""The pager's trainable model, one per `pager.encoder` (the `pooled`, `slots`, `pointer` and `icae`
-encoders): chunks -> pages -> soft tokens, plus the task markers of pretraining and the sufficiency
-head.
+"""The pager's trainable model, one per `pager.encoder` (the `pooled`, `slots`, `pointer`, `icae` and
+`mean` encoders): chunks -> pages -> soft tokens, plus the task markers of pretraining and the
+sufficiency head.
 
 - `pooled` (the published design, the reproduction arm): the stored pooled states of each chunk
   (one vector per chosen layer) -> `modules.Pager` (PageCompressor, then a PageAggregator with
@@ -12,10 +12,12 @@ head.
   the chunk's token embeddings plus the slot's latent vector times a learned gate.
 - `icae`: the frozen LM itself, with LoRA adapters, reads each chunk followed by m memory tokens;
   the memory tokens' final states are the pages (`encoders.IcaeEncoder`).
+- `mean`: the token states `slots` reads, averaged over `slots_per_chunk` contiguous windows of
+  the chunk and mapped to the LM's width (`encoders.MeanEncoder`).
 
-For `slots` and `icae` the pages become soft tokens either directly (`pager.depth = 0`: every page
-of every chunk, in reading order) or through a PageAggregator of `pager.depth` layers and
-`num_soft_tokens` queries. Directly, documents have different page counts, and a padded page
+For every encoder but `pooled` the pages become soft tokens either directly (`pager.depth = 0`:
+every page of every chunk, in reading order) or through a PageAggregator of `pager.depth` layers
+and `num_soft_tokens` queries. Directly, documents have different page counts, and a padded page
 must not change the answer: the real pages are right-aligned (the last page sits just before the
 question, whatever the document's length) and the padded positions hold a learned null page, the
 same in training and generation, so the LM never sees a mask it was not trained with.
@@ -93,8 +95,8 @@ class PagerModel(nnx.Module):
     return encoders.with_adapters(lm, self.bridge) if hasattr(self, "bridge") else lm
 
   def pages(self, lm, inputs, key=None):
-    """Pages (B, P, m, D) and the page mask (B, P) of chunk inputs (slots and icae): chunk ids and
-    masks (B, P, C). `lm` is the frozen LM, merged from a state under stop_gradient."""
+    """Pages (B, P, m, D) and the page mask (B, P) of chunk inputs (every encoder but `pooled`):
+    chunk ids and masks (B, P, C). `lm` is the frozen LM, merged from a state under stop_gradient."""
     ids, mask = inputs["chunk_ids"], inputs["chunk_mask"]
     kind = encoders.get(self.kind)
     if kind.runs_lm:
