@@ -5,6 +5,7 @@
   jaxlab run configs/latent_pager.py:cpu --workdir checkpoints/latent_pager_cpu            # the comparison, < 30 min
   jaxlab run configs/latent_pager.py:cpu_slots --workdir checkpoints/latent_pager_cpu_slots  # with the slots encoder
   jaxlab run configs/latent_pager.py:cpu_mean --workdir checkpoints/latent_pager_cpu_mean    # mean-pooled pages
+  jaxlab run configs/latent_pager.py:cpu_text_bridge --workdir checkpoints/latent_pager_cpu_text_bridge
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
   jaxlab run configs/latent_pager.py:seeds --workdir checkpoints/latent_pager_seeds        # cpu over training seeds
@@ -29,7 +30,8 @@ docs/latent_pager.md. Every system
 answers with the one `generation` block.
 
 The arms with equal adaptation (docs/latent_pager.md), each `cpu` with one change: `cpu_mean`
-(mean-pooled pages, no pretraining).
+(mean-pooled pages, no pretraining) and `cpu_text_bridge` (the text buffer answers through its
+own LoRA bridge, trained like the pager's).
 """
 
 import ml_collections
@@ -85,7 +87,8 @@ def repro():
   # answer should be copied from); docs/latent_pager.md.
   c.generation = ml_collections.ConfigDict(dict(max_new_tokens=12, repetition_penalty=1.0, truncate_repeats=True))
   c.text_buffer = ml_collections.ConfigDict(dict(
-      extract_max_tokens=48, extract_repetition_penalty=1.0, separator=" ", max_context_tokens=160))
+      extract_max_tokens=48, extract_repetition_penalty=1.0, separator=" ", max_context_tokens=160,
+      lora_rank=0))                 # > 0: a LoRA bridge of this rank on its answering LM, trained on the QA rows
   c.prompts = ml_collections.ConfigDict(dict(       # the base model's training formats
       extract="{chunk}\n\nKey facts:",
       answer="{context}\n\nQuestion: {question}\nAnswer:",
@@ -183,6 +186,14 @@ def cpu_mean():
   fine-tune with the same bridge and budget: nothing to pretrain."""
   c = cpu()
   c.pager.update(dict(encoder="mean", init=""))
+  return c
+
+
+def cpu_text_bridge():
+  """`cpu` whose text buffer answers through a rank-8 LoRA bridge trained on the same QA rows,
+  with the same `train` settings, as the pager's bridge: equal adaptation for both systems."""
+  c = cpu()
+  c.text_buffer.lora_rank = 8
   return c
 
 
@@ -298,6 +309,7 @@ def qwen3_1p7b_repro():
 
 
 def get_config(arg=""):
-  return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "repro": repro, "pretrain": pretrain,
+  return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
+                      "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -1,7 +1,10 @@
-"""The latent-pager arms with equal adaptation: mean-pooled pages (`mean`).
+"""The latent-pager arms with equal adaptation: mean-pooled pages (`mean`) and the text buffer
+with a LoRA bridge of its own (`text_buffer.lora_rank`).
 
-The mean pages against a hand computation; the variant is `cpu` with its one change; then a
-`smoke` comparison with the `mean` pager on the tiny random Qwen3 of test_latent_pager.py.
+The mean pages against a hand computation; each variant is `cpu` with its one change; then a
+`smoke` comparison on the tiny random Qwen3 of test_latent_pager.py, with spies on the text
+bridge's training (the LM's params before and after) and on generation (whether the generating
+LM carries LoRA adapters): the `mean` pager beside a text buffer with a rank-2 bridge.
 """
 
 import json
@@ -13,9 +16,9 @@ import pytest
 from flax import nnx
 
 from jaxlab.core import config as config_lib
-from jaxlab.paging import experiment
+from jaxlab.paging import data, experiment, generation, pipeline, text_bridge, text_buffer, train
 from jaxlab.paging.encoders import MeanEncoder
-from tests.test_latent_pager import _load, tiny_lm  # noqa: F401 (tiny_lm is a fixture)
+from tests.test_latent_pager import _lm_params, _load, tiny_lm  # noqa: F401 (tiny_lm is a fixture)
 
 
 def test_mean_pages_are_the_window_means_of_the_states_projected():
@@ -42,31 +45,116 @@ def test_mean_pages_are_the_window_means_of_the_states_projected():
 
 def test_each_arm_is_cpu_with_its_one_change():
   cpu = config_lib.load("configs/latent_pager.py:cpu", [], experiment.validate)
-  arms = {"cpu_mean": {"pager.encoder": "mean", "pager.init": ""}}
+  arms = {"cpu_mean": {"pager.encoder": "mean", "pager.init": ""},
+          "cpu_text_bridge": {"text_buffer.lora_rank": 8}}
   for variant, change in arms.items():
     arm = config_lib.load(f"configs/latent_pager.py:{variant}", [], experiment.validate)
     assert config_lib.differences(cpu, arm) == sorted([*change, "variant"]), variant
     assert {f: config_lib.get(arm, f) for f in change} == change
+  assert cpu.text_buffer.lora_rank == 0 and cpu.pager.decoder_lora_rank == 8
+  with pytest.raises(config_lib.ConfigError, match=r"config\.text_buffer\.lora_rank"):
+    config_lib.load("configs/latent_pager.py:smoke", ["--config.text_buffer.lora_rank=-1"], experiment.validate)
+
+
+def _has_lora(generator) -> bool:
+  return any("lora" in map(str, path) for path, _ in nnx.to_flat_state(generator.state))
+
+
+def _compare(tiny_lm, workdir, *extra):
+  """A `smoke` comparison with spies: {"config", "workdir", "generate": [(settings, prefix?, LoRA?)],
+  "lm": (params before, after) of the text bridge's training, "bridge": what it returned}."""
+  seen = {"generate": []}
+  real = {"fit": text_bridge.fit, "generate": generation.Generator.__call__}
+
+  def fit(setup, *args, **kw):
+    before = _lm_params(setup.lm)
+    seen["bridge"] = real["fit"](setup, *args, **kw)
+    seen["lm"] = (before, _lm_params(setup.lm))
+    return seen["bridge"]
+
+  def generate(self, ids, mask, prefix_embeds=None):
+    seen["generate"].append((self.settings, prefix_embeds is not None, _has_lora(self)))
+    return real["generate"](self, ids, mask, prefix_embeds)
+
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setattr(text_bridge, "fit", fit)
+    mp.setattr(generation.Generator, "__call__", generate)
+    config = _load("smoke", tiny_lm, workdir, *extra)
+    experiment.run(config, workdir)
+  return {"config": config, "workdir": workdir, **seen}
 
 
 @pytest.fixture(scope="module")
-def mean_run(tiny_lm, tmp_path_factory):
-  """A `smoke` comparison with the `mean` pager (with the smoke's pager bridge, as `cpu_mean`)."""
-  workdir = tmp_path_factory.mktemp("arms") / "mean"
-  config = _load("smoke", tiny_lm, workdir, "--config.pager.encoder=mean", "--config.pager.init=")
-  experiment.run(config, workdir)
-  return {"config": config, "workdir": workdir}
+def bridged(tiny_lm, tmp_path_factory):
+  """The `mean` pager (with the smoke's pager bridge, as `cpu_mean`) beside a text buffer with a
+  rank-2 bridge of its own."""
+  return _compare(tiny_lm, tmp_path_factory.mktemp("arms") / "bridged", "--config.pager.encoder=mean",
+                  "--config.pager.init=", "--config.text_buffer.lora_rank=2")
 
 
 def _rows(workdir, name="predictions.jsonl"):
   return [json.loads(line) for line in (workdir / name).read_text().splitlines()]
 
 
-def test_mean_pager_compares_end_to_end(mean_run):
-  workdir = mean_run["workdir"]
+def test_mean_pager_compares_end_to_end(bridged):
+  workdir = bridged["workdir"]
   summary = json.loads((workdir / "summary.json").read_text())
   assert summary["headline"]["pager_encoder"] == "mean" and summary["headline"]["slots_per_chunk"] == 2
   history = json.loads((workdir / "history.json").read_text())
   # Nothing pretrained, so no step 0 to keep: the first evaluation follows training.
   assert [h["step"] for h in history] == [2, 4, 6] and all(np.isfinite(h["val_loss"]) for h in history)
   assert all(r["answers"]["latent_pager"] is not None for r in _rows(workdir))
+
+
+def test_text_bridge_trains_on_the_rows_and_leaves_the_lm_unchanged(bridged):
+  config, workdir = bridged["config"], bridged["workdir"]
+  before, after = bridged["lm"]
+  assert len(before) == len(after) > 0
+  for a, b in zip(before, after):
+    np.testing.assert_array_equal(a, b)
+  adapters, history = bridged["bridge"]
+  assert json.loads((workdir / "text_bridge" / "history.json").read_text()) == history
+  # The frozen text buffer is step 0; then the pager's cadence over the same rows and steps.
+  assert [h["step"] for h in history] == [0, 2, 4, 6] and history[0]["train_loss"] is None
+  assert history[-1]["train_loss"] < history[1]["train_loss"]
+  assert all(0 <= h["val_f1"] <= 1 and np.isfinite(h["val_loss"]) for h in history)
+  assert history[-1]["val_loss"] != history[0]["val_loss"]
+  # The bridge kept is the best step's by validation F1 (ties to the earlier): B is zero at step 0 only.
+  best = max(history, key=lambda h: train.selection(h["val_f1"], h["step"]))
+  b = [v.get_value() for path, v in nnx.to_flat_state(nnx.state(adapters)) if path[-1] == "lora_b"]
+  assert b and any(np.any(np.asarray(x)) for x in b) == (best["step"] > 0)
+  # The text buffer answers through the bridge; its notes and the full context use the frozen LM.
+  eos, pad = 1, 0   # <eos>, <pad> of the tokenizer
+  shared = generation.settings_from(config, eos, pad)
+  extract = generation.Settings(config.text_buffer.extract_max_tokens, config.text_buffer.extract_repetition_penalty,
+                                eos, pad, True)
+  assert {lora for s, prefix, lora in bridged["generate"] if not prefix and s == shared} == {True, False}
+  assert {lora for s, prefix, lora in bridged["generate"] if s == extract} == {False}
+
+
+def test_text_bridge_notes_are_the_text_buffers_and_a_rerun_extracts_nothing(bridged, monkeypatch):
+  config, workdir = bridged["config"], bridged["workdir"]
+  setup = pipeline.Setup(config, workdir)
+  splits = data.load(config, workdir)
+  stored = json.loads((workdir / "text_bridge" / text_bridge.NOTES).read_text())["notes"]
+  assert len(stored) == len({r["document"] for r in splits["train"] + splits["validation"]})
+  # Exactly the notes the text buffer makes for those documents at test time.
+  val_docs = list(dict.fromkeys(r["document"] for r in splits["validation"]))
+  fresh = setup.text_buffer(splits["validation"]).buffer_ids(val_docs)
+  names = [text_bridge.hashlib.sha256(d.encode()).hexdigest()[:24] for d in val_docs]
+  assert [stored[n] for n in names] == fresh
+  # A finished run, run again or read back, extracts nothing and gives the same bridge.
+  calls = []
+  real = text_buffer.generate_rows
+  monkeypatch.setattr(text_buffer, "generate_rows", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+  again, history = text_bridge.fit(setup, config, workdir, splits)
+  restored, _ = text_bridge.fit(setup, config, workdir, splits, restore_only=True)
+  assert calls == [] and history == bridged["bridge"][1]
+  for a, b, c in zip(*(jax.tree.leaves(nnx.state(m)) for m in (bridged["bridge"][0], again, restored))):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+  # A bridge whose B is not zero changes what the text buffer says (at least how sure it is).
+  graphdef, state = nnx.split(again)
+  moved = nnx.merge(graphdef, jax.tree.map(lambda x: x + 0.5, state))
+  tb = setup.text_buffer(splits["validation"])
+  assert not np.allclose(tb.answer(splits["validation"])[1], tb.with_bridge(moved).answer(splits["validation"])[1])

@@ -120,6 +120,7 @@ def validate(config) -> None:
   require_int(config, "text_buffer.extract_max_tokens", 1)
   require(config, "text_buffer.extract_repetition_penalty", is_positive, "positive (1.0: none)")
   require_int(config, "text_buffer.max_context_tokens", 1)
+  require_int(config, "text_buffer.lora_rank", 0, "0: the frozen LM answers")
   for field, slot in (("extract", "chunk"), ("answer", "context"), ("pager", "question")):
     require(config, f"prompts.{field}", lambda v, s=slot: "{" + s + "}" in v, f"a template with {{{slot}}}")
   require(config, "prompts.answer", lambda v: "{question}" in v, "a template with {question}")

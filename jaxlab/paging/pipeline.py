@@ -16,7 +16,7 @@ from jaxlab.core import mesh as mesh_lib
 from jaxlab.core.config import ConfigError, repo_path
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
 from jaxlab.paging import (analysis, data, generation, pages, pager as pager_lib, pretrain,
-                           reporting as pager_report, text_buffer, timing, train)
+                           reporting as pager_report, text_bridge, text_buffer, timing, train)
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -43,17 +43,20 @@ class Setup:
     store_dir = repo_path(config.pages.store_dir) if config.pages.store_dir else workdir / "page_store"
     self.store = pages.PageStore(store_dir, self.lm, self.tokenizer, pages.settings_from(config),
                                  pages.model_fingerprint(repo_path(config.model.path)), self.pad)
+    self.text_bridge = None   # the text buffer's trained LoRA bridge (`text_bridge.fit`), when it has one
 
   def documents(self, config, documents: list[str], desc: str = "pages") -> pager_lib.Documents:
     return pager_lib.Documents(config.pager.encoder, self.store, documents, desc=desc)
 
-  def text_buffer(self, records) -> text_buffer.TextBuffer:
+  def text_buffer(self, records, bridge=None) -> text_buffer.TextBuffer:
+    """The text buffer answering `records`, with `bridge` (default: the trained `text_bridge`, if any)."""
     c, t = self.config, self.config.text_buffer
     extract = generation.Settings(t.extract_max_tokens, float(t.extract_repetition_penalty), self.eos, self.pad,
                                   self.settings.truncate_repeats)
     width = text_buffer.answer_width(self.tokenizer, c.prompts.answer, t.max_context_tokens, records)
     return text_buffer.TextBuffer(self.lm, self.tokenizer, self.store, self.settings, extract, dict(c.prompts),
-                                  t.separator, t.max_context_tokens, c.eval.batch_size, width, self.abstain)
+                                  t.separator, t.max_context_tokens, c.eval.batch_size, width, self.abstain,
+                                  bridge=self.text_bridge if bridge is None else bridge)
 
 
 def train_pager(setup: Setup, config, workdir: Path, splits: dict, restore_only: bool = False) -> dict:
@@ -145,6 +148,8 @@ def compare(config, workdir: Path):
   setup = Setup(config, workdir)
   splits = data.load(config, workdir)
   trained = train_pager(setup, config, workdir, splits)
+  if config.text_buffer.lora_rank:   # every text buffer made from here on answers with it
+    setup.text_bridge, _ = text_bridge.fit(setup, config, workdir, splits)
   val = answer_split(setup, config, trained, splits["validation"], docs=trained["validation_docs"])
   tb = setup.text_buffer(splits["test"])
   answered, timed = answer_test(setup, config, trained, splits["test"], tb=tb)

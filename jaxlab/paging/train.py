@@ -18,6 +18,10 @@ latest (for resuming) and the best by validation F1 (never validation loss: the 
 val F1 peaked at epoch 2 while its val loss reached its minimum at epoch 3 and stayed within
 0.01 of it to epoch 10). Restore order on resume: the metadata (its fingerprint must match),
 then the state into the abstract target of a freshly built one, then the loop's position.
+
+`fine_tune` is that loop for any trainable part beside the frozen LM: the pager here, and the
+text buffer's LoRA bridge (`text_bridge`), which reads the same rows (`question_rows`) in the
+same order under the same `train.*` settings.
 """
 
 from __future__ import annotations
@@ -54,19 +58,29 @@ def _optimizer(lr, warmup, total, weight_decay, clip_norm):
   return optax.flatten(tx), schedule
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "suff_weight", "replicated"),
+@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "suff_weight", "replicated", "loss_fn"),
                    donate_argnames=("params", "opt_state"))
-def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, suff_weight, replicated=None):
-  """One AdamW step. `replicated` (a sharding) keeps the new params and optimizer state where the
-  old ones were: left to itself, XLA may return some of them sharded over the mesh, and the next
-  step, given differently placed arguments, compiles again."""
-  loss, grads = jax.value_and_grad(pager_lib.loss_fn)(params, graphdef, lm_graphdef, lm_state, batch, key,
-                                                       suff_weight)
+def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, suff_weight, replicated=None,
+               loss_fn=pager_lib.loss_fn):
+  """One AdamW step on `loss_fn(params, graphdef, lm_graphdef, lm_state, batch, key, suff_weight)`
+  (the pager's by default). `replicated` (a sharding) keeps the new params and optimizer state
+  where the old ones were: left to itself, XLA may return some of them sharded over the mesh, and
+  the next step, given differently placed arguments, compiles again."""
+  loss, grads = jax.value_and_grad(loss_fn)(params, graphdef, lm_graphdef, lm_state, batch, key, suff_weight)
   updates, opt_state = tx.update(grads, opt_state, params)
   params = optax.apply_updates(params, updates)
   if replicated is not None:
     params, opt_state = jax.lax.with_sharding_constraint((params, opt_state), replicated)
   return params, opt_state, loss, optax.tree.norm(grads)
+
+
+def question_rows(records, per_row: int) -> list[list[dict]]:
+  """The training rows: questions grouped by document (in order of first appearance), `per_row`
+  per row. Every system trained on QA (the pager, the text buffer's bridge) reads these rows."""
+  groups: dict[str, list[dict]] = {}
+  for r in records:
+    groups.setdefault(r["document"], []).append(r)
+  return [g[i:i + per_row] for g in groups.values() for i in range(0, len(g), per_row)]
 
 
 @dataclasses.dataclass
@@ -80,11 +94,8 @@ class Split:
 
   @classmethod
   def of(cls, records, docs_for, tokenizer, template: str, eos_id: int, per_row: int, abstain: str):
-    """Questions grouped by document (in order of first appearance), `per_row` per row."""
-    groups: dict[str, list[dict]] = {}
-    for r in records:
-      groups.setdefault(r["document"], []).append(r)
-    rows = [g[i:i + per_row] for g in groups.values() for i in range(0, len(g), per_row)]
+    """Questions grouped by document, `per_row` per row (`question_rows`)."""
+    rows = question_rows(records, per_row)
     texts = [[(*pager_lib.target_ids(tokenizer, template, r["question"], r["gold_answer"], eos_id),
                bool(r.get("answerable", True))) for r in row] for row in rows]
     return cls(docs_for([row[0]["document"] for row in rows]), texts, [row[0] for row in rows])
@@ -104,14 +115,15 @@ def epoch_rows(n: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarra
   return [order[i * batch_size:(i + 1) * batch_size] for i in range(n // batch_size)]
 
 
-def validation_loss(params, graphdef, lm_graphdef, lm_state, val: Split, batch_size, max_pages, width, pad_id, mesh):
+def validation_loss(ce, batch_of, n: int, batch_size: int, mesh) -> float:
+  """Mean cross-entropy per target token over n rows: `batch_of(rows)` -> a host batch, `ce(batch)`
+  -> per-row (sums, counts); batches of one shape, a short last one repeating earlier rows (not
+  counted)."""
   total, count = 0.0, 0.0
-  n = len(val.texts)
   for s in range(0, n, batch_size):
     rows = [(s + i) % n for i in range(batch_size)]
     real = np.arange(batch_size) < min(batch_size, n - s)
-    batch = mesh_lib.shard_batch(val.batch(rows, max_pages, width, pad_id, 1), mesh)
-    sums, counts = jax.device_get(pager_lib.eval_ce(params, graphdef, lm_graphdef, lm_state, batch))
+    sums, counts = jax.device_get(ce(mesh_lib.shard_batch(batch_of(rows), mesh)))
     total, count = total + float(np.sum(sums[real])), count + float(np.sum(counts[real]))
   return total / max(count, 1.0)
 
@@ -120,10 +132,19 @@ def validation_f1(lm, tokenizer, graphdef, params, val: Split, config, *, max_pa
   answers, _ = pager_lib.answer(lm, tokenizer, graphdef, params, val.docs, list(range(len(val.records))),
                                 [r["question"] for r in val.records], config.prompts.pager, max_pages=max_pages,
                                 width=q_width, settings=settings, batch_size=config.eval.batch_size, abstain=abstain)
-  return float(np.mean([metrics.token_f1(a, r["gold_answer"]) for a, r in zip(answers, val.records)]))
+  return mean_f1(answers, val.records)
+
+
+def mean_f1(answers, records) -> float:
+  return float(np.mean([metrics.token_f1(a, r["gold_answer"]) for a, r in zip(answers, records)]))
 
 
 FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", "train", "prompts", "generation")
+
+
+def fingerprint(config, fields) -> str:
+  """The hash a run's checkpoints are kept under: the config's sections that fix what it trains."""
+  return checkpoint.fingerprint({k: to_dict(config)[k] for k in fields if k in config})
 
 
 def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_pages: int, q_width: int, settings,
@@ -135,54 +156,85 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
   when it has not finished)."""
   t = config.train
   per_row = t.questions_per_row
-  if t.batch_size % mesh.size:
-    raise ValueError(f"train.batch_size={t.batch_size} must be a multiple of the {mesh.size} devices")
-  per_epoch = len(train.texts) // t.batch_size
-  if per_epoch == 0:
-    raise ValueError(f"{len(train.texts)} training rows are fewer than train.batch_size={t.batch_size}")
-  total = t.steps or per_epoch * t.epochs
+  check_rows(config, len(train.texts), mesh)
   width = max(train.width(per_row), val.width(1))
-  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   lm_graphdef, lm_state = nnx.split(lm)
   graphdef, params = nnx.split(pager_lib.build(config, lm))
   if init_params is not None:
     params = load_into(params, init_params)
+
+  def val_loss(params):
+    return validation_loss(lambda b: pager_lib.eval_ce(params, graphdef, lm_graphdef, lm_state, b),
+                           lambda rows: val.batch(rows, max_pages, width, pad_id, 1), len(val.texts), t.batch_size,
+                           mesh)
+
+  def val_f1(params):
+    return validation_f1(lm, tokenizer, graphdef, params, val, config, max_pages=max_pages, q_width=q_width,
+                         settings=settings, abstain=abstain)
+
+  best, history = fine_tune(
+      config, workdir, lm, graphdef, params, rows=len(train.texts),
+      batch_of=lambda rows: train.batch(rows, max_pages, width, pad_id, per_row), loss_fn=pager_lib.loss_fn,
+      suff_weight=float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0,
+      val_loss=val_loss, val_f1=val_f1, mesh=mesh, fingerprint=fingerprint(config, FINGERPRINT_FIELDS),
+      # the pretrained encoder as it ships: kept if fine-tuning never beats it on validation
+      eval_at_start=init_params is not None, name="pager", restore_only=restore_only)
+  return graphdef, best, history
+
+
+def check_rows(config, rows: int, mesh) -> int:
+  """Steps per epoch of `rows` training rows, after checking the batch fits the devices and the rows."""
+  t = config.train
+  if t.batch_size % mesh.size:
+    raise ValueError(f"train.batch_size={t.batch_size} must be a multiple of the {mesh.size} devices")
+  if rows < t.batch_size:
+    raise ValueError(f"{rows} training rows are fewer than train.batch_size={t.batch_size}")
+  return rows // t.batch_size
+
+
+def fine_tune(config, workdir: Path, lm, graphdef, params, *, rows: int, batch_of, loss_fn, val_loss, val_f1, mesh,
+              fingerprint: str, suff_weight: float = 0.0, eval_at_start: bool = False, name: str = "train",
+              restore_only: bool = False) -> tuple[object, list[dict]]:
+  """The QA fine-tuning every trained system shares (the pager, the text buffer's bridge), on the
+  core loop: `train.*` (steps or epochs, batch size, AdamW schedule, clipping, seed), the epoch
+  order, the step key, an evaluation every `train.eval_every` steps (or epoch) recording the
+  validation loss and F1, and the best by validation F1. `params` (of `graphdef`) are the
+  trainable state; `lm` the frozen LM, an argument under `stop_gradient`; `batch_of(rows)` the
+  host batch of training rows (indices below `rows`); `loss_fn` as `train_step` takes it;
+  `val_loss(params)`, `val_f1(params)` floats. Returns the best params and the history."""
+  t = config.train
+  per_epoch = check_rows(config, rows, mesh)
+  total = t.steps or per_epoch * t.epochs
+  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+  lm_graphdef, lm_state = nnx.split(lm)
   params = jax.device_put(params, replicated)
   tx, schedule = optimizer(config, total)
   state = {"params": params, "opt_state": jax.device_put(tx.init(params), replicated)}
   # Dropout keys use the "rbg" generator (XLA's RngBitGenerator): the same stream for a given seed,
   # and far less to compile than threefry, which inlines every draw into the step.
   root = jax.random.key(training_seed(config), impl="rbg")
-  suff_weight = float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0
 
   def step(state, s):
     epoch, i = divmod(s, per_epoch)
-    rows = epoch_rows(len(train.texts), t.batch_size, training_seed(config), epoch)[i]
-    batch = mesh_lib.shard_batch(train.batch(rows, max_pages, width, pad_id, per_row), mesh)
+    batch = mesh_lib.shard_batch(batch_of(epoch_rows(rows, t.batch_size, training_seed(config), epoch)[i]), mesh)
     params, opt_state, loss, gnorm = train_step(state["params"], state["opt_state"], lm_state, batch,
                                                 jax.random.fold_in(root, s), graphdef=graphdef,
                                                 lm_graphdef=lm_graphdef, tx=tx, suff_weight=suff_weight,
-                                                replicated=replicated)
+                                                replicated=replicated, loss_fn=loss_fn)
     return {"params": params, "opt_state": opt_state}, {"loss": loss, "grad_norm": gnorm}
 
   def evaluate(state, done, window):
     params = state["params"]
-    val_loss = validation_loss(params, graphdef, lm_graphdef, lm_state, val, t.batch_size, max_pages, width, pad_id,
-                               mesh)
-    val_f1 = validation_f1(lm, tokenizer, graphdef, params, val, config, max_pages=max_pages, q_width=q_width,
-                           settings=settings, abstain=abstain)
+    loss = val_loss(params)   # before F1, as the records have always been made
     return {"step": done, "epoch": done / per_epoch if t.eval_every else done // per_epoch,
             "train_loss": float(np.mean([w["loss"] for w in window])) if window else None,
-            "val_loss": val_loss, "val_f1": val_f1, "lr": float(schedule(max(done - 1, 0))),
-            "questions": done * t.batch_size * per_row}
+            "val_loss": loss, "val_f1": val_f1(params), "lr": float(schedule(max(done - 1, 0))),
+            "questions": done * t.batch_size * t.questions_per_row}
 
-  loop = train_lib.Loop(step, total, evaluate, eval_every=t.eval_every or per_epoch,
-                        # the pretrained encoder as it ships: kept if fine-tuning never beats it on validation
-                        eval_at_start=init_params is not None,
-                        best=lambda record: selection(record["val_f1"], record["step"]), name="pager")
-  fingerprint = checkpoint.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS if k in config})
+  loop = train_lib.Loop(step, total, evaluate, eval_every=t.eval_every or per_epoch, eval_at_start=eval_at_start,
+                        best=lambda record: selection(record["val_f1"], record["step"]), name=name)
   result = train_lib.fit(loop, state, workdir, fingerprint, restore_only=restore_only)
-  return graphdef, result.best["params"], result.history
+  return result.best["params"], result.history
 
 
 def selection(val_f1: float, step: int) -> float:
