@@ -6,6 +6,7 @@
   jaxlab run configs/latent_pager.py:cpu_slots --workdir checkpoints/latent_pager_cpu_slots  # with the slots encoder
   jaxlab run configs/latent_pager.py:cpu_mean --workdir checkpoints/latent_pager_cpu_mean    # mean-pooled pages
   jaxlab run configs/latent_pager.py:cpu_text_bridge --workdir checkpoints/latent_pager_cpu_text_bridge
+  jaxlab run configs/latent_pager.py:cpu_no_bridge --workdir checkpoints/latent_pager_cpu_no_bridge
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
   jaxlab run configs/latent_pager.py:seeds --workdir checkpoints/latent_pager_seeds        # cpu over training seeds
@@ -30,8 +31,9 @@ docs/latent_pager.md. Every system
 answers with the one `generation` block.
 
 The arms with equal adaptation (docs/latent_pager.md), each `cpu` with one change: `cpu_mean`
-(mean-pooled pages, no pretraining) and `cpu_text_bridge` (the text buffer answers through its
-own LoRA bridge, trained like the pager's).
+(mean-pooled pages, no pretraining), `cpu_text_bridge` (the text buffer answers through its own
+LoRA bridge, trained like the pager's) and `cpu_no_bridge` (the pager answers through the frozen
+LM, as the plain text buffer does).
 """
 
 import ml_collections
@@ -197,6 +199,13 @@ def cpu_text_bridge():
   return c
 
 
+def cpu_no_bridge():
+  """`cpu` whose pager answers through the frozen LM (no decoder bridge), as the text buffer does."""
+  c = cpu()
+  c.pager.decoder_lora_rank = 0
+  return c
+
+
 def pretrain():
   """The encoder that ships in models/latent_pager_pointer."""
   c = pointer()
@@ -310,6 +319,6 @@ def qwen3_1p7b_repro():
 
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
-                      "repro": repro, "pretrain": pretrain,
+                      "cpu_no_bridge": cpu_no_bridge, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -1,10 +1,11 @@
-"""The latent-pager arms with equal adaptation: mean-pooled pages (`mean`) and the text buffer
-with a LoRA bridge of its own (`text_buffer.lora_rank`).
+"""The latent-pager arms with equal adaptation: mean-pooled pages (`mean`), the text buffer with a
+LoRA bridge of its own (`text_buffer.lora_rank`), the pager without its bridge (`cpu_no_bridge`).
 
-The mean pages against a hand computation; each variant is `cpu` with its one change; then a
-`smoke` comparison on the tiny random Qwen3 of test_latent_pager.py, with spies on the text
+The mean pages against a hand computation; each variant is `cpu` with its one change; then two
+`smoke` comparisons on the tiny random Qwen3 of test_latent_pager.py, with spies on the text
 bridge's training (the LM's params before and after) and on generation (whether the generating
-LM carries LoRA adapters): the `mean` pager beside a text buffer with a rank-2 bridge.
+LM carries LoRA adapters): the `mean` pager beside a text buffer with a rank-2 bridge, and the
+pointer pager without a bridge beside the frozen text buffer.
 """
 
 import json
@@ -46,7 +47,8 @@ def test_mean_pages_are_the_window_means_of_the_states_projected():
 def test_each_arm_is_cpu_with_its_one_change():
   cpu = config_lib.load("configs/latent_pager.py:cpu", [], experiment.validate)
   arms = {"cpu_mean": {"pager.encoder": "mean", "pager.init": ""},
-          "cpu_text_bridge": {"text_buffer.lora_rank": 8}}
+          "cpu_text_bridge": {"text_buffer.lora_rank": 8},
+          "cpu_no_bridge": {"pager.decoder_lora_rank": 0}}
   for variant, change in arms.items():
     arm = config_lib.load(f"configs/latent_pager.py:{variant}", [], experiment.validate)
     assert config_lib.differences(cpu, arm) == sorted([*change, "variant"]), variant
@@ -90,6 +92,12 @@ def bridged(tiny_lm, tmp_path_factory):
   rank-2 bridge of its own."""
   return _compare(tiny_lm, tmp_path_factory.mktemp("arms") / "bridged", "--config.pager.encoder=mean",
                   "--config.pager.init=", "--config.text_buffer.lora_rank=2")
+
+
+@pytest.fixture(scope="module")
+def frozen(tiny_lm, tmp_path_factory):
+  """`cpu_no_bridge` at smoke size: the pager without a bridge, beside the frozen text buffer."""
+  return _compare(tiny_lm, tmp_path_factory.mktemp("arms") / "frozen", "--config.pager.decoder_lora_rank=0")
 
 
 def _rows(workdir, name="predictions.jsonl"):
@@ -158,3 +166,26 @@ def test_text_bridge_notes_are_the_text_buffers_and_a_rerun_extracts_nothing(bri
   moved = nnx.merge(graphdef, jax.tree.map(lambda x: x + 0.5, state))
   tb = setup.text_buffer(splits["validation"])
   assert not np.allclose(tb.answer(splits["validation"])[1], tb.with_bridge(moved).answer(splits["validation"])[1])
+
+
+def test_without_bridges_every_answer_is_the_frozen_lms(frozen, bridged):
+  config, workdir = frozen["config"], frozen["workdir"]
+  assert "bridge" not in frozen and not (workdir / "text_bridge").exists()   # rank 0 trains nothing
+  # No generation call of this run carries an adapter: not the pager's, not the text buffer's.
+  assert {lora for *_, lora in frozen["generate"]} == {False}
+  assert {prefix for _, prefix, _ in frozen["generate"]} == {True, False}
+  # The text buffer's answers are the frozen LM's from its notes, as before the bridge existed.
+  setup = pipeline.Setup(config, workdir)
+  test = data.load(config, workdir)["test"]
+  tb = setup.text_buffer(test)
+  assert tb.bridge is None and tb.bridged is tb.answerer
+  rows = [text_buffer.wrap(setup.tokenizer, config.prompts.answer, "context", b, question=r["question"])
+          for b, r in zip(tb.buffer_ids([r["document"] for r in test]), test)]
+  answers, conf = text_buffer.generate_rows(generation.Generator(setup.lm, setup.settings), setup.tokenizer, rows,
+                                            tb.answer_batch_size, tb.answer_width, "answer", setup.abstain, True)
+  main = _rows(workdir)
+  assert [r["answers"]["text_buffer"] for r in main] == answers
+  assert [r["confidence"]["text_buffer"] for r in main] == conf.tolist()
+  # The full context is the frozen LM's in both runs (the same test questions).
+  assert [r["answers"]["full_context"] for r in main] == [r["answers"]["full_context"]
+                                                          for r in _rows(bridged["workdir"])]
