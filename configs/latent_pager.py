@@ -307,7 +307,8 @@ def qwen3_1p7b_repro():
   """The published pooled pager on Qwen3-1.7B, with one set of generation settings, EOS in the
   targets and batches of 8 (docs/latent_pager.md lists each difference from the published run)."""
   c = qwen3_1p7b()
-  c.data.update(dict(unanswerable_fraction=0.0, questions_per_document=1))
+  c.data.update(dict(unanswerable_fraction=0.0, questions_per_document=1, train_wordings=1))
+  c.eval.target_coverage = 1.0      # no unanswerable questions: the published run never abstains
   c.pages.max_pages = 0
   c.pager.update(dict(encoder="pooled", compressor_hidden=2048, d_page=512, num_soft_tokens=16, depth=1, heads=8,
                       ffn=4096, dropout=0.1))

@@ -30,15 +30,16 @@ def _eval(capsys, workdir, folder, out):
 @pytest.mark.float_sensitive
 def test_the_runs_own_test_split_scores_as_the_run_did(finished, tmp_path, capsys):
   config, workdir = finished
-  folder = data.export_jsonl(data.load(config, workdir, splits=("test",)), tmp_path / "data")
-  assert [p.name for p in folder.iterdir()] == ["test.jsonl"]   # nothing else is needed
+  folder = data.export_jsonl(data.load(config, workdir, splits=("test",)), tmp_path / "data",
+                             world=data.test_world(config), held_out=data.load_held_out(config, workdir))
+  assert sorted(p.name for p in folder.iterdir()) == ["held_out.jsonl", "test.jsonl", "world.json"]
   assert not any('"probe"' in line for line in (folder / "test.jsonl").read_text().splitlines())
   checkpoints = sorted(p.name for p in (workdir / "checkpoints").iterdir())
   log = (workdir / "train_log.jsonl").read_bytes()
   out = tmp_path / "out"
   code, err = _eval(capsys, workdir, folder, out)
   assert code == 0, err
-  for name in ("summary.json", "predictions.jsonl", "validation.jsonl", "history.json"):
+  for name in ("summary.json", "predictions.jsonl", "held_out.jsonl", "validation.jsonl", "history.json"):
     assert (out / name).read_bytes() == (workdir / name).read_bytes(), name
   # Nothing trained: the same checkpoints and training log.
   assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == checkpoints
@@ -53,6 +54,17 @@ def test_the_runs_own_test_split_scores_as_the_run_did(finished, tmp_path, capsy
   timing = json.loads((out / "timing.json").read_text())
   assert timing["latent_pager"]["ids"] == json.loads((workdir / "timing.json").read_text())["latent_pager"]["ids"]
   assert (out / "report.md").is_file()
+
+
+def test_test_jsonl_alone_is_enough(finished, tmp_path, capsys):
+  config, workdir = finished
+  folder = data.export_jsonl(data.load(config, workdir, splits=("test",)), tmp_path / "data")
+  assert [p.name for p in folder.iterdir()] == ["test.jsonl"]
+  code, err = _eval(capsys, workdir, folder, tmp_path / "out")
+  assert code == 0, err
+  summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+  assert summary["test_world"] == {"seed": None, "builder": None} and "wording" not in summary["bar"]
+  assert not (tmp_path / "out" / "held_out.jsonl").exists()
 
 
 def test_refusals_are_one_line(finished, tmp_path, capsys):

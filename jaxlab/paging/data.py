@@ -26,6 +26,8 @@ out of every other metric.
 
 from __future__ import annotations
 
+import json
+
 import re
 import string
 from pathlib import Path
@@ -122,10 +124,11 @@ def test_config(config, question_wording: str = "train", **override) -> long_doc
 
 
 def test_world(config, **override) -> dict:
-  """The world the run's test split comes from: {"seed", "builder"} (the TFDS config name), both
-  None for JSONL data."""
+  """The world the run's test split comes from: {"seed", "builder"} (the TFDS config name); for
+  JSONL data, the folder's world.json (`export_jsonl`), or both None."""
   if config.data.jsonl_dir:
-    return {"seed": None, "builder": None}
+    path = repo_path(config.data.jsonl_dir) / WORLD_FILE
+    return json.loads(path.read_text()) if path.is_file() else {"seed": None, "builder": None}
   return {"seed": _test_seed(config), "builder": test_config(config, **override).name}
 
 
@@ -170,23 +173,39 @@ def load(config, workdir: Path, splits=SPLITS, **override) -> dict[str, list[dic
   return out
 
 
+WORLD_FILE, HELD_OUT_FILE = "world.json", "held_out.jsonl"   # beside a JSONL folder's splits
+
+
 def load_held_out(config, workdir: Path, **override) -> list[dict]:
   """The run's test split (from its test world) with every question, unanswerable ones included,
   worded by the held-out templates, followed by its consistency probes, asked in the held-out
   wording too (same ids, bridges and gold answers as the original probes). The documents, gold
-  answers, ids, task types and `answerable` flags are those of `load(...)["test"]`."""
+  answers, ids, task types and `answerable` flags are those of `load(...)["test"]`. JSONL data:
+  `data.jsonl_dir`/held_out.jsonl (as `export_jsonl` writes it)."""
   if config.data.jsonl_dir:
-    raise ValueError(f"data.jsonl_dir={config.data.jsonl_dir!r}: held-out wordings exist for the synthetic set only")
-  test = _read(test_config(config, "held_out", **override), _tfds_dir(config, workdir), ("test",))["test"]
+    path = repo_path(config.data.jsonl_dir) / HELD_OUT_FILE
+    if not path.is_file():
+      raise FileNotFoundError(f"{path} not found: held-out wordings of JSONL data are a held_out.jsonl beside "
+                              "test.jsonl")
+    test = jsonl.read_jsonl(path)
+  else:
+    test = _read(test_config(config, "held_out", **override), _tfds_dir(config, workdir), ("test",))["test"]
   test = _first_documents(test, override.get("num_test", config.data.num_test))
   return test + [p for p in (probe(r, "held_out") for r in test) if p is not None]
 
 
-def export_jsonl(splits: dict[str, list[dict]], folder: str | Path) -> Path:
+def export_jsonl(splits: dict[str, list[dict]], folder: str | Path, world: dict | None = None,
+                 held_out: list[dict] | None = None) -> Path:
   """Writes each split as `folder/{split}.jsonl` in the layout `data.jsonl_dir` reads, the
-  consistency probes left out (loading appends them again); returns the folder."""
+  consistency probes left out (loading appends them again); with `world` (`test_world`) also
+  world.json, so a run reading the folder names the world its test split came from, and with
+  `held_out` (`load_held_out`) held_out.jsonl. Returns the folder."""
   folder = Path(folder)
   folder.mkdir(parents=True, exist_ok=True)
   for split, records in splits.items():
     jsonl.write_jsonl([r for r in records if not r.get("probe")], folder / f"{split}.jsonl")
+  if held_out is not None:
+    jsonl.write_jsonl([r for r in held_out if not r.get("probe")], folder / HELD_OUT_FILE)
+  if world is not None:
+    (folder / WORLD_FILE).write_text(json.dumps(world, indent=1, sort_keys=True) + "\n")
   return folder

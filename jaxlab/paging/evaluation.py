@@ -6,18 +6,21 @@ From the run: the pager's best-by-validation params (WORKDIR's Orbax checkpoints
 trained), every setting (WORKDIR/config.json: the LM, pages, pager, text buffer, generation,
 prompts), its page store (a cache keyed by model, page settings and text: pages of new documents
 are added to it), and the abstention thresholds: WORKDIR/validation.jsonl is copied to OUT
-unchanged, so the thresholds `analysis.thresholds` chooses from it are the run's own. The run's
+unchanged, so the thresholds `analysis.thresholds` chooses from it are the run's own. A text buffer trained with
+its own bridge (`text_buffer.lora_rank`) has it read back the same way. The run's
 train and validation splits are read again from its own data source, only for what restoring
 needs (the training loop's length) and for the page and question widths, which also cover DIR's
 records so a longer document or question fits.
 
-DIR needs only test.jsonl, in the layout `data.jsonl_dir` reads (`jaxlab.data.jsonl`); every
-document in it is scored (the run's `data.num_test` does not cut it), followed by the consistency
+DIR needs only test.jsonl, in the layout `data.jsonl_dir` reads (`jaxlab.data.jsonl`); beside it,
+held_out.jsonl (the same questions in other wordings) is scored too where the run reports held-out
+wordings, and world.json names the world the questions came from (`data.export_jsonl` writes
+both). Every document in test.jsonl is scored (the run's `data.num_test` does not cut it), followed by the consistency
 probes `data.load` appends. OUT gets config.json (the run's, with `data.jsonl_dir` set to DIR),
 evaluated.json (the run and the folder scored: its path, test.jsonl's sha256, the question and
 probe counts, how many of its documents the pager trained on), validation.jsonl and history.json
 (copied), predictions.jsonl, timing.json (measured again on DIR's questions by the same
-`timing.measure` as `compare`: latencies belong to these documents on this machine, not to the
+`timing.served` as `compare`: latencies belong to these documents on this machine, not to the
 run's) and the report (`reporting.write`: summary.json, report.md, plots). Scored on its own test
 split (`data.export_jsonl`), a run gives its summary.json byte for byte.
 """
@@ -32,7 +35,7 @@ from pathlib import Path
 import jax
 
 from jaxlab.core import config as config_lib
-from jaxlab.paging import data, pipeline, reporting as pager_report
+from jaxlab.paging import analysis, data, pipeline, reporting as pager_report, text_bridge
 
 COPIED = ("validation.jsonl", "history.json")
 
@@ -62,11 +65,18 @@ def evaluate(workdir, data_dir, out) -> Path | None:
   setup = pipeline.Setup(config, workdir)
   splits = {**data.load(config, workdir, splits=("train", "validation")), "test": test}
   trained = pipeline.train_pager(setup, config, workdir, splits, restore_only=True)
+  if config.text_buffer.lora_rank:   # the text buffer's own bridge, read back like the pager
+    setup.text_bridge, _ = text_bridge.fit(setup, config, workdir, splits, restore_only=True)
   for name in COPIED:
     if not (workdir / name).is_file():
       raise FileNotFoundError(f"{workdir / name} not found: the run stopped after training; "
                               "its `jaxlab run` command finishes it")
-  answered, timed = pipeline.answer_test(setup, config, trained, test)
+  tb = setup.text_buffer(test)
+  answered, timed = pipeline.answer_test(setup, config, trained, test, tb=tb)
+  reworded = data_dir / data.HELD_OUT_FILE
+  scored_config = config_lib.from_dict(scored)
+  held = (pipeline.held_out(setup, scored_config, out, trained, tb)
+          if config.eval.held_out_wordings and reworded.is_file() else None)
   if jax.process_index() != 0:
     return None
   out.mkdir(parents=True, exist_ok=True)
@@ -81,5 +91,7 @@ def evaluate(workdir, data_dir, out) -> Path | None:
       "documents_in_training": len(documents & trained_on)}, indent=1) + "\n")
   for name in COPIED:
     shutil.copyfile(workdir / name, out / name)
+  if held is not None:
+    pipeline.write_predictions(out / analysis.HELD_OUT, *held)
   pipeline.write_test(out, test, answered, timed)
   return pager_report.write(out)

@@ -138,8 +138,8 @@ def validate(config) -> None:
   require(config, "eval.target_coverage", lambda v: is_probability(v) and v > 0, "in (0, 1]")
   require(config, "eval.coverages", tuple_of(None, lambda v: is_probability(v) and v > 0),
           "a tuple of shares in (0, 1]")
-  require(config, "eval.held_out_wordings", lambda v: isinstance(v, bool) and not (v and config.data.jsonl_dir),
-          "True or False (True needs the synthetic set: data.jsonl_dir = '')")
+  require(config, "eval.held_out_wordings", lambda v: isinstance(v, bool),
+          "True or False (JSONL data: True reads held_out.jsonl beside test.jsonl)")
   for field in ("f1_margin", "hallucination_margin", "wording_margin"):
     require(config, f"bar.{field}", is_non_negative, ">= 0")
   require(config, "bar.coverage", lambda v: v in tuple(config.eval.coverages), "one of eval.coverages")

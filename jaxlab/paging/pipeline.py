@@ -125,7 +125,7 @@ def write_predictions(path: Path, records: list[dict], answered: dict) -> None:
 
 
 def answer_test(setup: Setup, config, trained: dict, test: list[dict], tb=None) -> tuple[dict, dict]:
-  """Every system's answers on the test records, and timing.json's content: `timing.measure` on
+  """Every system's answers on the test records, and timing.json's content: `timing.served` on
   the first `eval.latency_questions` of them that are not probes. `tb`: the test's text buffer
   (made here when None)."""
   tb = tb or setup.text_buffer(test)
