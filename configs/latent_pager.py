@@ -7,6 +7,7 @@
   jaxlab run configs/latent_pager.py:cpu_mean --workdir checkpoints/latent_pager_cpu_mean    # mean-pooled pages
   jaxlab run configs/latent_pager.py:cpu_text_bridge --workdir checkpoints/latent_pager_cpu_text_bridge
   jaxlab run configs/latent_pager.py:cpu_no_bridge --workdir checkpoints/latent_pager_cpu_no_bridge
+  jaxlab run configs/latent_pager.py:arms --workdir checkpoints/latent_pager_arms          # the best arm of each
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
   jaxlab run configs/latent_pager.py:seeds --workdir checkpoints/latent_pager_seeds        # cpu over training seeds
@@ -125,6 +126,10 @@ def repro():
       distractor_ratios=(0.0, 0.25, 0.5, 0.75, 1.0), horizons=(0.0, 0.25, 0.5, 0.75, 1.0), questions_per_cell=40))
   # The `seeds` study: the comparison once per training seed (`train.seed`), the same data and encoder.
   c.seeds = ml_collections.ConfigDict(dict(train_seeds=(0, 1, 2, 3)))
+  # The `arms` study: each system in each form (jaxlab/paging/arms.py), the best of each chosen on
+  # validation; the text buffer's bridge has the pager's rank.
+  c.arms = ml_collections.ConfigDict(dict(pager=("bridge", "no_bridge", "mean"), text_buffer=("frozen", "bridge"),
+                                          text_buffer_rank=8))
   return c
 
 
@@ -179,6 +184,14 @@ def cpu_slots():
   `--config.eval.pager_confidence=head` to abstain on its sufficiency head alone)."""
   c = cpu()
   c.pager.update(dict(encoder="slots", init="models/latent_pager_slots"))
+  return c
+
+
+def arms():
+  """`cpu` in every arm of `arms` (the pager with and without its bridge, mean-pooled pages; the
+  text buffer frozen and with a bridge of the same rank), each system's arm chosen on validation."""
+  c = cpu()
+  c.mode = "arms"
   return c
 
 
@@ -274,6 +287,7 @@ def smoke():
                          train_steps=2, num_train=16, num_validation=8, num_test=8))
   c.rot.update(dict(distractor_ratios=(0.0, 1.0), horizons=(0.0, 1.0), questions_per_cell=2))
   c.seeds.train_seeds = (0, 1)
+  c.arms.update(dict(pager=("no_bridge",), text_buffer=("frozen", "bridge"), text_buffer_rank=2))
   return c
 
 
@@ -320,6 +334,6 @@ def qwen3_1p7b_repro():
 
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
-                      "cpu_no_bridge": cpu_no_bridge, "repro": repro, "pretrain": pretrain,
+                      "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

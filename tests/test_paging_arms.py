@@ -9,6 +9,7 @@ pointer pager without a bridge beside the frozen text buffer.
 """
 
 import json
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +18,7 @@ import pytest
 from flax import nnx
 
 from jaxlab.core import config as config_lib
-from jaxlab.paging import data, experiment, generation, pipeline, text_bridge, text_buffer, train
+from jaxlab.paging import arms, data, experiment, generation, pipeline, text_bridge, text_buffer, train
 from jaxlab.paging.encoders import MeanEncoder
 from tests.test_latent_pager import _lm_params, _load, tiny_lm  # noqa: F401 (tiny_lm is a fixture)
 
@@ -189,3 +190,50 @@ def test_without_bridges_every_answer_is_the_frozen_lms(frozen, bridged):
   # The full context is the frozen LM's in both runs (the same test questions).
   assert [r["answers"]["full_context"] for r in main] == [r["answers"]["full_context"]
                                                           for r in _rows(bridged["workdir"])]
+
+
+def _val(system, f1s, conf):
+  gold = ["a b", "c", "unknown"]
+  answers = [["a b", "x", "unknown"][i] if f else "zz" for i, f in enumerate(f1s)]
+  return [{"id": str(i), "gold_answer": g, "answers": {system: a}, "confidence": {system: c}}
+          for i, (g, a, c) in enumerate(zip(gold, answers, conf))]
+
+
+def test_each_systems_arm_is_chosen_on_validation_by_f1_at_the_bars_coverage():
+  config = {"arms": {"pager": ("bridge", "mean"), "text_buffer": ("frozen", "bridge")}, "bar": {"coverage": 2 / 3}}
+  assert arms.arms_of(config) == {"latent_pager": {"bridge": "pager_bridge", "mean": "pager_mean"},
+                                  "text_buffer": {"frozen": "pager_bridge", "bridge": "text_buffer_bridge"}}
+  # Right answers ranked first win at 2/3 coverage, whatever the confidence of the wrong one.
+  both = [{**a, "answers": {**a["answers"], **b["answers"]}, "confidence": {**a["confidence"], **b["confidence"]}}
+          for a, b in zip(_val("latent_pager", [1, 0, 0], [0.9, 0.1, 0.5]),
+                          _val("text_buffer", [1, 1, 1], [0.1, 0.2, 0.9]))]
+  loaded = {"pager_bridge": (None, None, both, None, None),
+            "pager_mean": (None, None, _val("latent_pager", [1, 0, 1], [0.9, 0.1, 0.8]), None, None),
+            "text_buffer_bridge": (None, None, _val("text_buffer", [0, 0, 1], [0.9, 0.1, 0.8]), None, None)}
+  chosen = arms.choose(config, loaded)
+  assert chosen["latent_pager"]["chosen"] == "mean" and chosen["latent_pager"]["scores"]["mean"] == 1.0
+  assert chosen["text_buffer"]["chosen"] == "frozen" and chosen["text_buffer"]["scores"]["bridge"] == 0.5
+  tie = {**loaded, "pager_mean": loaded["pager_bridge"]}
+  assert arms.choose(config, tie)["latent_pager"]["chosen"] == "bridge"   # a tie keeps the earlier arm
+
+
+def test_arms_study_pairs_the_chosen_arms_on_the_test_questions(frozen, tiny_lm, tmp_path):
+  workdir = tmp_path / "study"
+  shutil.copytree(frozen["workdir"], workdir / "arms" / "pager_no_bridge")   # a finished arm is not rerun
+  config = _load("smoke", tiny_lm, workdir, "--config.mode=arms")
+  assert tuple(config.arms.pager) == ("no_bridge",) and config.arms.text_buffer_rank == 2
+  experiment.run(config, workdir)
+  assert json.loads((workdir / "arms" / "text_buffer_bridge" / "config.json").read_text())["text_buffer"][
+      "lora_rank"] == 2
+  summary = json.loads((workdir / "summary.json").read_text())
+  picked = summary["arms"]
+  assert picked["latent_pager"]["run"] == "pager_no_bridge"
+  assert picked["text_buffer"]["run"] == arms.arms_of(config.to_dict())["text_buffer"][picked["text_buffer"]["chosen"]]
+  # The pairing keeps each system's own answers: its headline figures are its own run's.
+  for system, prefix in (("latent_pager", "pager"), ("text_buffer", "text_buffer")):
+    own = json.loads((workdir / "arms" / picked[system]["run"] / "summary.json").read_text())["headline"]
+    assert summary["headline"][f"{prefix}_f1_ungated"] == own[f"{prefix}_f1_ungated"]
+  assert "## Arms" in (workdir / "report.md").read_text()
+  before = (workdir / "summary.json").read_bytes()
+  experiment.report(workdir)
+  assert (workdir / "summary.json").read_bytes() == before

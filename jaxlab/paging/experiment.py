@@ -13,6 +13,7 @@
 - `frontier`: the compression sweep (`frontier.py`).
 - `rot`: the context-rot grid on a trained pager (`rot.py`).
 - `seeds`: `compare` once per training seed (`seeds.py`).
+- `arms`: `compare` once per arm of each system, the best of each chosen on validation (`arms.py`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import jax
 from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
                                 require_int, tuple_of)
 from jaxlab.data import lexicon
-from jaxlab.paging import (encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
+from jaxlab.paging import (arms, encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
                            reporting as pager_report, rot, seeds, selective)
 from jaxlab.paging.pipeline import DTYPES
 
@@ -44,6 +45,7 @@ MODES = {
                  frontier.report),
     "rot": (rot.run, rot.report),
     "seeds": (seeds.run, seeds.report),
+    "arms": (arms.run, arms.report),
 }
 
 
@@ -104,6 +106,10 @@ def validate(config) -> None:
   require_int(config, "train.seed", -1, "-1: the run's seed")
   require(config, "seeds.train_seeds", lambda v: tuple_of(None, int_at_least(0))(v) and len(set(v)) == len(v),
           "a tuple of distinct non-negative training seeds")
+  for system, table in (("pager", arms.PAGER), ("text_buffer", arms.TEXT_BUFFER)):
+    require(config, f"arms.{system}", lambda v, t=table: tuple_of(None, lambda a: a in t)(v) and len(set(v)) == len(v),
+            f"a tuple of distinct arms of {tuple(table)}")
+  require_int(config, "arms.text_buffer_rank", 1)
   t = config.pretrain
   for field in ("documents", "eval_documents", "steps", "batch_size", "eval_every"):
     require_int(config, f"pretrain.{field}", 1)
