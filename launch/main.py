@@ -1,6 +1,6 @@
 """The jaxlab command.
 
-  jaxlab run CONFIG.py[:variant] --workdir DIR [--config.FIELD=VALUE ...] [--distributed ...]
+  jaxlab run CONFIG.py[:variant] --workdir DIR [--config.FIELD=VALUE ...] [--no-compile-cache] [--distributed ...]
   jaxlab report DIR
   jaxlab eval DIR --data DATA_DIR --out OUT
   jaxlab verify DIR | --all [--quick] [--experiment NAME ...]
@@ -8,7 +8,10 @@
   jaxlab receipts
 
 `run` loads and validates the config (errors name the field and where it was set), writes
-DIR/config.json, and hands over to the experiment's `run(config, workdir)`; the same command on
+DIR/config.json, and hands over to the experiment's `run(config, workdir)`; it prints the wall time
+split into compiling and running, and keeps compiled programs in JAX's persistent cache
+(`~/.cache/jaxlab/xla` or `$JAXLAB_COMPILE_CACHE`; `--no-compile-cache` turns it off), so a second
+run or a resumed one skips compiling. The same command on
 a workdir with checkpoints resumes (one holding another run's checkpoints is refused with one
 line); it also writes DIR/provenance.json (commit, package versions, device, the CPU instruction
 set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
@@ -33,6 +36,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -46,6 +50,9 @@ def _parser():
   run.add_argument("--coordinator", help="host:port of process 0 (default: detected)")
   run.add_argument("--num-processes", type=int)
   run.add_argument("--process-id", type=int)
+  run.add_argument("--no-compile-cache", action="store_true",
+                   help="compile every program afresh (default: JAX's persistent cache under ~/.cache/jaxlab/xla, "
+                        "or $JAXLAB_COMPILE_CACHE)")
   report = sub.add_parser("report", help="rebuild the report of a finished run")
   report.add_argument("workdir")
   evaluate = sub.add_parser("eval", help="score a finished run on another data folder")
@@ -95,10 +102,11 @@ def _write_atomically(path: Path, text: str) -> None:
   os.replace(tmp, path)
 
 
-def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None) -> int:
-  """Loads and validates `spec`, writes config.json and runs the experiment in `workdir`."""
+def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None, compile_cache: bool = True) -> int:
+  """Loads and validates `spec`, writes config.json and runs the experiment in `workdir`; prints
+  the wall time split into compiling and running."""
   from jaxlab import experiments
-  from jaxlab.core import checkpoint, config as config_lib, train
+  from jaxlab.core import checkpoint, compile_cache as cache_lib, config as config_lib, train
 
   def validate(config):
     name = config_lib.require(config, "experiment", lambda v: v in experiments.EXPERIMENTS,
@@ -127,6 +135,9 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None) -> in
 
     _write_atomically(path, json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
     receipts.write_provenance(workdir, argv)
+  if compile_cache:
+    cache_lib.enable()
+  clock, started = cache_lib.Clock(), time.perf_counter()
   try:
     report = experiments.get(config.experiment).run(config, workdir)
   except train.Stopped as stop:   # SIGTERM or a per-call limit: saved, and the same command resumes
@@ -139,6 +150,10 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None) -> in
       return _refuse(workdir, json.loads(previous), config)
     return _error(f"{workdir} holds checkpoints of another run (a different config, experiment or code "
                   "version); use a new --workdir, or delete its checkpoints to start over")
+  finally:
+    clock.stop()
+    if jax.process_index() == 0:
+      print(clock.line(time.perf_counter() - started))
   if jax.process_index() == 0:
     print(f"report: {report}")
   return 0
@@ -252,7 +267,8 @@ def main(argv=None) -> int:
     print(f"receipt: {where}")
     return 0
   distributed = (args.coordinator, args.num_processes, args.process_id) if args.distributed else None
-  return _run(args.config, extra, Path(args.workdir), distributed, argv=sys.argv[1:] if argv is None else argv)
+  return _run(args.config, extra, Path(args.workdir), distributed, argv=sys.argv[1:] if argv is None else argv,
+              compile_cache=not args.no_compile_cache)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,80 @@
+"""JAX's persistent compilation cache for `jaxlab run`, and a clock of what compiling cost.
+
+`enable()` points JAX at a cache folder (`$JAXLAB_COMPILE_CACHE`, else `$XDG_CACHE_HOME/jaxlab/xla`,
+else `~/.cache/jaxlab/xla`) before the first compilation, so a second run of a config, or a
+resumed one, loads its compiled programs instead of compiling them again; programs that compile
+in under `MIN_COMPILE_S` are not written (they cost more to store than to redo). The cache holds
+XLA's executables for the exact program, devices and compile options: a program loaded from it
+is the one compiled, and results are bitwise those of compiling it again. It is a trusted folder
+(JAX loads code from it): keep it private to the user.
+
+`Clock` listens to JAX's compile events and splits a run's wall time into tracing, lowering,
+XLA compilation and cache loads, and the rest (running), for the one line `jaxlab run` prints.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from pathlib import Path
+
+import jax
+
+MIN_COMPILE_S = 1.0
+EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
+          "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+          "/jax/core/compile/backend_compile_duration": "compile",
+          "/jax/compilation_cache/cache_retrieval_time_sec": "cache load"}
+
+
+def default_dir() -> Path:
+  if os.environ.get("JAXLAB_COMPILE_CACHE"):
+    return Path(os.environ["JAXLAB_COMPILE_CACHE"])
+  base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+  return base / "jaxlab" / "xla"
+
+
+def enable(path: Path | None = None, min_compile_s: float = MIN_COMPILE_S) -> Path:
+  """Turns the persistent cache on (before anything compiles); returns its folder."""
+  path = Path(path or default_dir())
+  path.mkdir(parents=True, exist_ok=True)
+  jax.config.update("jax_compilation_cache_dir", str(path))
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_s))
+  return path
+
+
+def disable() -> None:
+  jax.config.update("jax_compilation_cache_dir", None)
+  from jax.experimental.compilation_cache import compilation_cache
+  compilation_cache.reset_cache()
+
+
+class Clock:
+  """Seconds spent per compile phase (`EVENTS`) since it was made, and cache hits and misses."""
+
+  def __init__(self):
+    self.seconds = collections.Counter()
+    self.counts = collections.Counter()
+    self._active = True
+    jax.monitoring.register_event_duration_secs_listener(self._duration)
+    jax.monitoring.register_event_listener(self._event)
+
+  def _duration(self, event: str, seconds: float, **_):
+    if self._active and event in EVENTS:
+      self.seconds[EVENTS[event]] += seconds
+
+  def _event(self, event: str, **_):
+    if self._active and event in ("/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cache_misses"):
+      self.counts[event.rsplit("_", 1)[-1]] += 1
+
+  def stop(self) -> None:
+    self._active = False   # JAX has no public way to remove a listener
+
+  def line(self, wall_s: float) -> str:
+    compiling = sum(self.seconds.values())
+    parts = ", ".join(f"{k} {self.seconds[k]:.1f} s" for k in ("trace", "lower", "compile", "cache load")
+                      if self.seconds[k])
+    cache = (f"; persistent cache: {self.counts['hits']} loaded, {self.counts['misses']} compiled"
+             if self.counts else "")
+    return (f"time: {wall_s:.1f} s, of which compiling {compiling:.1f} s ({parts or 'none'}) and running "
+            f"{max(wall_s - compiling, 0.0):.1f} s{cache}")

@@ -1,0 +1,48 @@
+"""The persistent compilation cache `jaxlab run` turns on: a program compiled once is loaded the
+second time with the same results, and the clock splits compiling from running."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab.core import compile_cache
+from launch import main
+
+
+@pytest.fixture
+def cache(tmp_path):
+  path = compile_cache.enable(tmp_path / "xla", min_compile_s=0.0)
+  yield path
+  compile_cache.disable()
+
+
+def _program(x):
+  return jnp.tanh(x @ x.T).sum(axis=0)
+
+
+def test_a_program_compiled_once_is_loaded_the_second_time_with_the_same_result(cache):
+  x = jnp.arange(48.0).reshape(6, 8) / 10
+  first = compile_cache.Clock()
+  a = np.asarray(jax.jit(_program)(x))
+  first.stop()
+  assert first.counts["misses"] >= 1 and any(cache.iterdir())
+  jax.clear_caches()   # forget the in-memory executables: only the folder can serve them now
+  second = compile_cache.Clock()
+  b = np.asarray(jax.jit(_program)(x))
+  second.stop()
+  assert second.counts["hits"] >= 1 and second.counts["misses"] == 0
+  np.testing.assert_array_equal(a, b)
+  line = second.line(2.0)
+  assert line.startswith("time: 2.0 s, of which compiling") and "loaded" in line
+
+
+def test_the_default_folder_and_the_switch(monkeypatch, tmp_path):
+  monkeypatch.setenv("JAXLAB_COMPILE_CACHE", str(tmp_path / "here"))
+  assert compile_cache.default_dir() == tmp_path / "here"
+  monkeypatch.delenv("JAXLAB_COMPILE_CACHE")
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  assert compile_cache.default_dir() == tmp_path / "jaxlab" / "xla"
+  args = main._parser().parse_args(["run", "configs/org_forms.py:smoke", "--workdir", "w", "--no-compile-cache"])
+  assert args.no_compile_cache
+  assert not main._parser().parse_args(["run", "c.py", "--workdir", "w"]).no_compile_cache
