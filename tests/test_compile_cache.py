@@ -43,6 +43,13 @@ def test_the_default_folder_and_the_switch(monkeypatch, tmp_path):
   monkeypatch.delenv("JAXLAB_COMPILE_CACHE")
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
   assert compile_cache.default_dir() == tmp_path / "jaxlab" / "xla"
+  # Programs compiled for another thread pool or other XLA flags live apart.
+  monkeypatch.setenv("NPROC", "64")
+  wide = compile_cache.host_key()
+  monkeypatch.setenv("NPROC", "2")
+  narrow = compile_cache.host_key()
+  monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX2")
+  assert len({wide, narrow, compile_cache.host_key()}) == 3
   args = main._parser().parse_args(["run", "configs/org_forms.py:smoke", "--workdir", "w", "--no-compile-cache"])
   assert args.no_compile_cache
   assert not main._parser().parse_args(["run", "c.py", "--workdir", "w"]).no_compile_cache

@@ -1,7 +1,7 @@
 """JAX's persistent compilation cache for `jaxlab run`, and a clock of what compiling cost.
 
 `enable()` points JAX at a cache folder (`$JAXLAB_COMPILE_CACHE`, else `$XDG_CACHE_HOME/jaxlab/xla`,
-else `~/.cache/jaxlab/xla`) before the first compilation, so a second run of a config, or a
+else `~/.cache/jaxlab/xla`; one subfolder per `host_key`) before the first compilation, so a second run of a config, or a
 resumed one, loads its compiled programs instead of compiling them again; programs that compile
 in under `MIN_COMPILE_S` are not written (they cost more to store than to redo). The cache holds
 XLA's executables for the exact program, devices and compile options: a program loaded from it
@@ -15,6 +15,7 @@ XLA compilation and cache loads, and the rest (running), for the one line `jaxla
 from __future__ import annotations
 
 import collections
+import hashlib
 import os
 from pathlib import Path
 
@@ -34,9 +35,20 @@ def default_dir() -> Path:
   return base / "jaxlab" / "xla"
 
 
+def host_key() -> str:
+  """What the folder is split by: the CPU threads XLA runs with and XLA_FLAGS. XLA's CPU code
+  depends on its thread pool, which JAX's cache key does not hold, and a program's last bits on
+  the code: one machine's runs with 8 forced devices (more threads) must not hand their programs
+  to its one-device runs."""
+  threads = os.environ.get("NPROC") or str(len(os.sched_getaffinity(0)))
+  flags = os.environ.get("XLA_FLAGS", "")
+  return f"threads{threads}-" + hashlib.sha256(flags.encode()).hexdigest()[:12]
+
+
 def enable(path: Path | None = None, min_compile_s: float = MIN_COMPILE_S) -> Path:
-  """Turns the persistent cache on (before anything compiles); returns its folder."""
-  path = Path(path or default_dir())
+  """Turns the persistent cache on (before anything compiles) in `path` (default: `default_dir()`
+  / `host_key()`); returns the folder."""
+  path = Path(path or default_dir() / host_key())
   path.mkdir(parents=True, exist_ok=True)
   jax.config.update("jax_compilation_cache_dir", str(path))
   jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_s))
