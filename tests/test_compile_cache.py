@@ -12,9 +12,10 @@ from launch import main
 
 @pytest.fixture
 def cache(tmp_path):
+  previous = jax.config.jax_compilation_cache_dir   # the test session's own cache
   path = compile_cache.enable(tmp_path / "xla", min_compile_s=0.0)
   yield path
-  compile_cache.disable()
+  compile_cache.disable(previous)
 
 
 def _program(x):

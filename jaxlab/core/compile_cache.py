@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 import jax
+from jax.experimental.compilation_cache import compilation_cache
 
 MIN_COMPILE_S = 1.0
 EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
@@ -50,15 +51,16 @@ def enable(path: Path | None = None, min_compile_s: float = MIN_COMPILE_S) -> Pa
   / `host_key()`); returns the folder."""
   path = Path(path or default_dir() / host_key())
   path.mkdir(parents=True, exist_ok=True)
+  compilation_cache.reset_cache()   # JAX opens its cache once per process: reopen it here
   jax.config.update("jax_compilation_cache_dir", str(path))
   jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_s))
   return path
 
 
-def disable() -> None:
-  jax.config.update("jax_compilation_cache_dir", None)
-  from jax.experimental.compilation_cache import compilation_cache
+def disable(previous: str | None = None) -> None:
+  """Turns the cache off, or back to the folder `previous`."""
   compilation_cache.reset_cache()
+  jax.config.update("jax_compilation_cache_dir", previous)
 
 
 class Clock:
