@@ -281,6 +281,21 @@ def _compiled(fn: Callable, mesh: Mesh, block: int):
                                check_vma=False))
 
 
+def runs_program(fn: Callable, runs, mesh: Mesh | None = None, block: int = 32):
+  """The jitted program and the abstract arguments `map_runs(fn, runs, mesh, block)` would call,
+  without placing anything: `(program, (rows, count))`, where `rows` are `jax.ShapeDtypeStruct`s
+  padded and sharded along `runs` as `map_runs` lays them out. `runs` may hold arrays or
+  `ShapeDtypeStruct`s. For ahead-of-time lowering (`jaxlab.core.export`)."""
+  mesh = mesh or make_mesh()
+  n = jax.tree.leaves(runs)[0].shape[0]
+  size = padded_size(n, mesh, block)
+  sharding = NamedSharding(mesh, P(AXIS))
+  dtype = lambda x: jax.dtypes.canonicalize_dtype(x.dtype, allow_extended_dtype=True)
+  rows = jax.tree.map(lambda x: jax.ShapeDtypeStruct((size, *x.shape[1:]), dtype(x), sharding=sharding), runs)
+  count = jax.ShapeDtypeStruct((1,), np.int32, sharding=NamedSharding(mesh, P()))
+  return _compiled(fn, mesh, block), (rows, count)
+
+
 def map_runs(fn: Callable, runs, mesh: Mesh | None = None, block: int = 32):
   """`fn` maps a batch of runs (leading axis) to outputs with the same leading axis.
 
