@@ -45,11 +45,25 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
   return _substitute(low.T, _substitute(low, b, True), False)
 
 
+_native = [False]
+
+
+@contextlib.contextmanager
+def native():
+  """Within the block, `pure_jax` keeps jax.scipy's solvers on CPU too: for tracing on this CPU a
+  program meant for a GPU or TPU (`jaxlab.core.export`), as that machine would trace it."""
+  saved, _native[0] = _native[0], True
+  try:
+    yield
+  finally:
+    _native[0] = saved
+
+
 @contextlib.contextmanager
 def pure_jax():
   """Within the block, jax.scipy.linalg.cho_factor / cho_solve are the pure-JAX ones (on CPU only:
-  GPUs and TPUs keep their native solvers)."""
-  if jax.default_backend() != "cpu":
+  GPUs and TPUs keep their native solvers, and so does a program traced inside `native()`)."""
+  if jax.default_backend() != "cpu" or _native[0]:
     yield
     return
   linalg = jax.scipy.linalg
