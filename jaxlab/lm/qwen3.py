@@ -20,12 +20,13 @@ embedding output, queries/keys/values by head, the attention output, the MLP hid
 layer's output, the logits and the KV cache); the constraints act under `jax.set_mesh`, which
 `forward` and `generate` enter by themselves when the parameters live on a training mesh.
 
-**Cache.** Every call goes through a fixed-size key/value cache (`init_cache`: keys and values
+**Cache.** Calls go through a fixed-size key/value cache (`init_cache`: keys and values
 stacked over layers, (layers, B, S, kv_heads, head_dim)), so one code path serves the plain
 forward pass (a cache exactly as long as the input), prefill and one-token decoding in
-`generate`. Positions come from the attention mask (`cumsum(mask) - 1`, as Hugging Face's
-`generate` does), so left padding, or padding between a soft-token prefix and the text, changes
-nothing for the real tokens.
+`generate`; a plain pass with rematerialized layers attends without one (see `__call__`).
+Positions come from the attention mask (`cumsum(mask) - 1`, as Hugging Face's `generate` does),
+so left padding, or padding between a soft-token prefix and the text, changes nothing for the
+real tokens.
 
 **LoRA.** `add_lora(model, rank, key)` gives the attention projections (q, k, v, o) of every
 layer a rank-`rank` adapter (`nnx.LoRA`, stacked over layers like the rest; B starts at zero, so
@@ -185,7 +186,9 @@ class Attention(nnx.Module):
   def __call__(self, x, positions, allowed, cache, layer, start, lora: bool):
     """x (B, T, D) is written to slots [start, start+T) of this layer's entry of the stacked
     `cache` = (keys, values), each (layers, B, S, kv_heads, head_dim); allowed (B, T, S) says which
-    of the S slots each query may see. Returns the output and the updated cache."""
+    of the S slots each query may see. Returns the output and the updated cache; with `cache`
+    None, the queries attend to this call's own keys and values (S = T, start 0) and no cache
+    is returned."""
     cfg = self.cfg
     b, t, _ = x.shape
     kvh, groups = cfg.num_key_value_heads, cfg.num_attention_heads // cfg.num_key_value_heads
@@ -195,6 +198,8 @@ class Attention(nnx.Module):
     q = constrain(rope(q, positions, cfg.rope_theta), "batch", "length", "heads", "head_dim")
     k = constrain(rope(k, positions, cfg.rope_theta), "batch", "length", "kv_heads", "head_dim")
     v = constrain(v, "batch", "length", "kv_heads", "head_dim")
+    if cache is None:   # a plain pass from slot 0: the keys and values are this call's own
+      return self._attend(q, k, v, allowed, lora), None
     # Only the new tokens are written into the stacked cache (in place inside the layer scan);
     # then this layer's keys and values are read back.
     new = []
@@ -202,6 +207,13 @@ class Attention(nnx.Module):
       stacked = jax.lax.dynamic_update_slice(stacked, x_new[None].astype(stacked.dtype), (layer, 0, start, 0, 0))
       new.append(constrain(stacked, "layers", "batch", "length", "kv_heads", "head_dim"))
     keys, values = (jax.lax.dynamic_index_in_dim(c, layer, keepdims=False) for c in new)
+    return self._attend(q, keys, values, allowed, lora), tuple(new)
+
+  def _attend(self, q, keys, values, allowed, lora: bool):
+    """Grouped-query attention of q (B, T, heads, D) over keys and values (B, S, kv_heads, D)."""
+    cfg = self.cfg
+    b, t = q.shape[:2]
+    kvh, groups = cfg.num_key_value_heads, cfg.num_attention_heads // cfg.num_key_value_heads
     # Grouped-query attention without repeating k/v: query heads are grouped by their kv head.
     q = q.reshape(b, t, kvh, groups, cfg.head_dim)
     scores = jnp.einsum("btkgd,bskd->bkgts", q, keys) * cfg.head_dim ** -0.5
@@ -211,7 +223,7 @@ class Attention(nnx.Module):
     weights = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(q.dtype)
     out = jnp.einsum("bkgts,bskd->btkgd", weights, values).reshape(b, t, -1)
     out = constrain(out, "batch", "length", "heads")
-    return self.project("o_proj", out, lora), tuple(new)
+    return self.project("o_proj", out, lora)
 
 
 class MLP(nnx.Module):
@@ -292,7 +304,8 @@ class Qwen3(nnx.Module):
            lora: bool = True):
     """Runs `embeds` (B, T, D) at cache slots [start, start+T) with rotary `positions` (B, T).
 
-    kv_valid (B, S) marks the cache slots holding real tokens (after this call's writes). Returns
+    kv_valid (B, S) marks the cache slots holding real tokens (after this call's writes); a `cache`
+    of None attends to this call's tokens alone (start 0, S = T) and returns None for it. Returns
     the hidden states after the final norm (B, T, D), which `logits` maps to the vocabulary; the
     hidden states at `hidden_layers` (Hugging Face `output_hidden_states` indices, as a tuple in
     the order asked); and the updated cache. `lora=False` ignores the adapters of `add_lora`.
@@ -329,7 +342,7 @@ class Qwen3(nnx.Module):
         buffer = jax.lax.dynamic_update_index_in_dim(buffer, h, where[i], 0)
       return h, buffer, cache
 
-    h, buffer, new_cache = body((embeds, buffer, tuple(cache)), self.model.layers,
+    h, buffer, new_cache = body((embeds, buffer, None if cache is None else tuple(cache)), self.model.layers,
                                 jnp.arange(num_layers, dtype=jnp.int32))
     h = self.model.norm(h)
     states = {i: buffer[inner.index(i)] for i in inner}
@@ -352,8 +365,15 @@ class Qwen3(nnx.Module):
     embeds = self.embed(input_ids) if inputs_embeds is None else inputs_embeds
     b, t = embeds.shape[:2]
     mask = jnp.ones((b, t), bool) if attention_mask is None else attention_mask.astype(bool)
-    h, states, _ = self.step(embeds, positions_from_mask(mask), mask, self.init_cache(b, t), 0,
-                             hidden_layers, lora)
+    # Rematerialized layers attend without a cache: remat keeps a layer's inputs for the backward
+    # pass, and a stacked cache among them is the whole (layers, B, T, kv_heads, head_dim) array
+    # saved at every layer, memory quadratic in depth (52.6 GB per device for a Qwen3-1.7B step of
+    # 8 x 2,048 tokens, docs/scaling.md). A plain pass's keys and values are its own, so the cache
+    # adds nothing else. Without remat the pass still writes one, as before: a cache-free pass
+    # gives the same logits but moves the gradients' last float bits, which every run made
+    # without remat would then see.
+    cache = self.init_cache(b, t) if self.remat == "none" else None
+    h, states, _ = self.step(embeds, positions_from_mask(mask), mask, cache, 0, hidden_layers, lora)
     return self.logits(h), states
 
 
