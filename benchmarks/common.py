@@ -4,6 +4,8 @@ A simulation family's benchmark module (org_forms.py, hidden_gems.py, proactive_
 harness_vs_brain.py) names `NAME`, `UNIT` and `SIZES` ({"tiny" | "cpu" | "gpu": {"runs", "loop",
 ...}}) and gives three ways to compute runs [start, stop) of the same sweep:
 
+  jax_sweep(size, n)                (batched function, n runs, block or None for the platform's):
+                                    the jitted program's parts, also what benchmarks/export.py lowers
   jax_program(size, n)              a function computing n runs: the jitted program, sharded over
                                     every visible device by `jaxlab.core.mesh.map_runs`
   numpy_batched(size, start, stop)  runs on a leading axis in NumPy, random numbers drawn by NumPy
@@ -63,6 +65,15 @@ def block_for_platform() -> int:
   """Rows a device vectorizes at once: CPUs like small blocks, accelerators take all their rows."""
   import jax
   return 32 if jax.devices()[0].platform == "cpu" else 0
+
+
+def mapped_program(fn, runs, block: int | None):
+  """A call computing every run of `runs` with `fn` through `jaxlab.core.mesh.map_runs` over every
+  visible device (block None: `block_for_platform()`), waiting for the result."""
+  import jax
+  from jaxlab.core import mesh
+  m, block = mesh.make_mesh(), block_for_platform() if block is None else block
+  return lambda: jax.block_until_ready(mesh.map_runs(fn, runs, m, block))
 
 
 def report(unit: str, jax_n: int, jax_s: float, compile_s: float | None, base_n: int, base_s: float,

@@ -57,14 +57,16 @@ def jax_inputs(config, r: dict):
   return program, inputs
 
 
-def jax_program(size: str, n: int):
-  import jax
-  from jaxlab.core import mesh
+def jax_sweep(size: str, n: int):
+  """(batched function, runs, block) of the jitted program: the config's block on every platform."""
   from jaxlab.evolution.harness_vs_brain import sweep
   config = config_of(size)
   program, inputs = jax_inputs(config, rows(size, 0, n))
-  fn, m = sweep.batch_run(program, config.generations), mesh.make_mesh()
-  return lambda: jax.block_until_ready(mesh.map_runs(fn, inputs, m, config.block))
+  return sweep.batch_run(program, config.generations), inputs, config.block
+
+
+def jax_program(size: str, n: int):
+  return common.mapped_program(*jax_sweep(size, n))
 
 
 def regime_settings(config) -> dict:

@@ -43,12 +43,14 @@ def rows(start: int, stop: int) -> dict:
   return {"seed": i.astype(np.int32), "rho": np.asarray(RHOS, np.float32)[i % len(RHOS)]}
 
 
-def jax_program(size: str, n: int):
-  import jax
-  from jaxlab.core import mesh
+def jax_sweep(size: str, n: int):
+  """(batched function, runs, block) of the jitted program; block None: the platform's."""
   from jaxlab.swarm.hidden_gems import model
-  inputs, m, fn = rows(0, n), mesh.make_mesh(), model.batch_fn(constants())
-  return lambda: jax.block_until_ready(mesh.map_runs(fn, inputs, m, common.block_for_platform()))
+  return model.batch_fn(constants()), rows(0, n), None
+
+
+def jax_program(size: str, n: int):
+  return common.mapped_program(*jax_sweep(size, n))
 
 
 def numpy_batched(size: str, start: int, stop: int) -> dict:

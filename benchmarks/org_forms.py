@@ -47,14 +47,15 @@ def rows(start: int, stop: int) -> dict:
   return out
 
 
-def jax_program(size: str, n: int):
-  import jax
-  from jaxlab.core import mesh
+def jax_sweep(size: str, n: int):
+  """(batched function, runs, block) of the jitted program; block None: the platform's."""
   from jaxlab.swarm.org_forms import model
   k, _ = setup()
-  inputs, m = rows(0, n), mesh.make_mesh()
-  fn = model.batch_fn(k)
-  return lambda: jax.block_until_ready(mesh.map_runs(fn, inputs, m, common.block_for_platform()))
+  return model.batch_fn(k), rows(0, n), None
+
+
+def jax_program(size: str, n: int):
+  return common.mapped_program(*jax_sweep(size, n))
 
 
 def numpy_batched(size: str, start: int, stop: int) -> dict:

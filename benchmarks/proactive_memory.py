@@ -46,13 +46,15 @@ def rows(start: int, stop: int) -> dict:
           "amplitude": np.tile(amplitude, (n, 1)), "omega": np.tile(omega, (n, 1))}
 
 
-def jax_program(size: str, n: int):
-  import jax
-  from jaxlab.core import mesh
+def jax_sweep(size: str, n: int):
+  """(batched function, runs, block) of the jitted program; block None: the platform's."""
   from jaxlab.memory.proactive import sim
   k, _ = setup()
-  inputs, m, fn = rows(0, n), mesh.make_mesh(), sim.batch_fn(k)
-  return lambda: jax.block_until_ready(mesh.map_runs(fn, inputs, m, common.block_for_platform()))
+  return sim.batch_fn(k), rows(0, n), None
+
+
+def jax_program(size: str, n: int):
+  return common.mapped_program(*jax_sweep(size, n))
 
 
 def _days(start: int, stop: int):
