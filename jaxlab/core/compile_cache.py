@@ -22,7 +22,7 @@ from pathlib import Path
 import jax
 from jax.experimental.compilation_cache import compilation_cache
 
-MIN_COMPILE_S = 1.0
+MIN_COMPILE_S = 0.1
 EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
           "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
           "/jax/core/compile/backend_compile_duration": "compile",
