@@ -60,7 +60,8 @@ def evaluate(workdir, data_dir, out) -> Path | None:
     raise ValueError(f"--out {out} is the run's own workdir; give a new folder")
   config = config_lib.from_dict(raw)
   scored = {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}
-  test = data.load(config_lib.from_dict(scored), out, splits=("test",), num_test=None)["test"]
+  scored_config = config_lib.from_dict(scored)
+  test = data.load(scored_config, out, splits=("test",), num_test=None)["test"]
 
   setup = pipeline.Setup(config, workdir)
   splits = {**data.load(config, workdir, splits=("train", "validation")), "test": test}
@@ -74,7 +75,6 @@ def evaluate(workdir, data_dir, out) -> Path | None:
   tb = setup.text_buffer(test)
   answered, timed = pipeline.answer_test(setup, config, trained, test, tb=tb)
   reworded = data_dir / data.HELD_OUT_FILE
-  scored_config = config_lib.from_dict(scored)
   held = (pipeline.held_out(setup, scored_config, out, trained, tb)
           if config.eval.held_out_wordings and reworded.is_file() else None)
   if jax.process_index() != 0:

@@ -68,10 +68,13 @@ CLOCKS = ("wall_s", "cpu_s")
 
 
 class _Fresh(pager_lib.Documents):
-  """One document's pager inputs computed from its text now, never read from the page store."""
+  """One document's pager inputs computed from its text now, never read from the page store:
+  its chunks, or (an encoder of stored states) the frozen `forward` over them."""
 
-  def __init__(self, kind, store, item):
-    self.kind, self.store, self.items = kind, store, [item]
+  def __init__(self, kind, store, document, forward, pad):
+    chunks = store.chunks(document)
+    self.kind, self.store = kind, store
+    self.items = [pages.states_of_chunks(forward, chunks, pad) if forward else chunks]
 
 
 def _clocked(fn, *args):
@@ -116,9 +119,7 @@ def served(setup, config, trained: dict, tb: text_buffer.TextBuffer, records) ->
   forward = pages.Forward(lm, per_document) if kind.stored_states else None
 
   def pager_ingest(document):
-    chunks = store.chunks(document)
-    item = pages.states_of_chunks(forward, chunks, setup.pad) if forward else chunks
-    return jax.block_until_ready(reader.soft_tokens(_Fresh(kind, store, item).batch([0], rows)))
+    return jax.block_until_ready(reader.soft_tokens(_Fresh(kind, store, document, forward, setup.pad).batch([0], rows)))
 
   def pager_answer(soft, q, model=reader):
     return model.answer_from(tok, soft, [q], c.prompts.pager, width=q_width, abstain=setup.abstain)
@@ -195,8 +196,7 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
     width = max(trained["q_width"], pager_lib.question_width(tok, c.prompts.pager, records))
 
     def pager_question(r):
-      chunks = store.chunks(r["document"])
-      docs = _Fresh(kind, store, pages.states_of_chunks(forward, chunks, setup.pad) if forward else chunks)
+      docs = _Fresh(kind, store, r["document"], forward, setup.pad)
       return reader.answer(tok, docs, [0], [r["question"]], c.prompts.pager, max_pages=trained["max_pages"],
                            width=width, batch_size=1, abstain=setup.abstain)
 
