@@ -1,4 +1,4 @@
-"""Org forms (swarm-org-forms.md): the jitted, sharded model against batched NumPy, fairly.
+"""Org forms (swarm-org-forms.md): the jitted, sharded model against batched NumPy and Mesa, fairly.
 
   python benchmarks/org_forms.py                          # CPU: 2,700 runs of the main grid
   python benchmarks/org_forms.py --scaling docs/benchmarks_org_forms.png   # + runs/s vs batch size
@@ -10,12 +10,26 @@ shares), seed-major, so any batch covers every cell. JAX runs `model.batch_fn` t
 `simulate_batch`) draws its worlds with NumPy's generator and loops over the 200 periods with
 every run on a leading axis; the loop column is `org_forms_numpy.simulate`, one run at a time.
 How the columns are pinned to cores and timed: benchmarks/common.py.
+
+The Mesa columns are the model as agent-based modellers write it (`org_forms_mesa.py`, Mesa 3,
+one agent per person), swept by `mesa.batch_run` over 1 process and over one per core, in a fresh
+process pinned like the others. Mesa is slow, so it runs fewer runs (the main grid's cells times
+`mesa_seeds` seeds; `tiny`: the first cell of each structure) and every ratio is one of runs per
+second. batch_run starts its process pool inside each call, so that start is in its time, as it
+is for its users. Without Mesa installed (`pip install -e '.[bench]'`) the columns are skipped.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
+import importlib.util
+import json
+import math
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +38,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common, org_forms_numpy as ref  # noqa: E402
 
 NAME, UNIT = "org forms", "runs"
-SIZES = {"tiny": dict(runs=64, loop=2), "cpu": dict(runs=2700, loop=20), "gpu": dict(runs=27_000, loop=20)}
+SIZES = {"tiny": dict(runs=64, loop=2, mesa_seeds=1), "cpu": dict(runs=2700, loop=20, mesa_seeds=2),
+         "gpu": dict(runs=27_000, loop=20, mesa_seeds=2)}
+
+
+@functools.lru_cache(maxsize=None)
+def repro():
+  """The repro config (its runs table is built with 2 seeds; the benchmark picks its own)."""
+  from jaxlab.core import config as config_lib
+  from jaxlab.swarm.org_forms import experiment
+  return config_lib.load("configs/org_forms.py:repro", ["--config.seeds=2"], experiment.validate)
 
 
 @functools.lru_cache(maxsize=None)
 def setup():
   """(model constants, the main grid's cells as runs-table rows of seed 0)."""
-  from jaxlab.core import config as config_lib
   from jaxlab.swarm.org_forms import experiment, grid
-  config = config_lib.load("configs/org_forms.py:repro", ["--config.seeds=2"], experiment.validate)
+  config = repro()
   table = grid.build(config)
   main = (table["study"] == grid.STUDIES.index("main")) & (table["seed"] == 0)
   return experiment.constants(config), {key: v[main] for key, v in grid.model_inputs(table).items()}
@@ -75,5 +97,101 @@ def numpy_loop(size: str, start: int, stop: int) -> list:
   return out
 
 
+# ---------------------------------------------------------------------------------------------
+# The Mesa columns.
+
+def mesa_parameters(size: str) -> dict:
+  """`mesa.batch_run` parameters of the Mesa columns: the main grid as a product of its axes
+  (`tiny`: the first share of each) with SIZES[size]["mesa_seeds"] seeds."""
+  config = repro()
+  g = config.grid
+  axis = (lambda v: list(v[:1])) if size == "tiny" else list
+  return dict(structure=list(g.structures), coord_share=axis(g.coord_shares), spec_share=axis(g.spec_shares),
+              comm_share=axis(g.comm_shares), alpha=config.alpha, gamma=config.gamma,
+              seed=list(range(SIZES[size]["mesa_seeds"])))
+
+
+def mesa_runs(size: str) -> int:
+  return math.prod(len(v) for v in mesa_parameters(size).values() if isinstance(v, list))
+
+
+def mesa_worker(size: str, processes: int) -> dict:
+  """Times one `org_forms_mesa.batch` of the Mesa column on `processes` processes, in this process."""
+  from benchmarks import org_forms_mesa
+  from jaxlab.swarm.org_forms import model
+  k, _ = setup()
+  constants, parameters = org_forms_mesa.constants(k, model.PROTOTYPES), mesa_parameters(size)
+  cpu0, t0 = common._cpu_seconds(), time.perf_counter()
+  runs = org_forms_mesa.batch(parameters, constants, processes)
+  seconds, cpu = time.perf_counter() - t0, common._cpu_seconds() - cpu0
+  return dict(runs=len(runs), seconds=seconds, cpu_s=cpu, cores_used=cpu / seconds, processes=processes)
+
+
+def measure_mesa(size: str, cores: int) -> dict:
+  """`mesa_worker` in a fresh process limited to `cores` cores, with one process per core."""
+  allowed = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:cores])
+  code = ("import json, sys; from benchmarks import org_forms; "
+          "print(json.dumps(org_forms.mesa_worker(sys.argv[1], int(sys.argv[2]))))")
+  env = {**os.environ, **common.ONE_THREAD, "PYTHONPATH": str(common.ROOT), "JAX_PLATFORMS": "cpu"}
+  # `python -c`: batch_run's spawned workers re-import no main script, only org_forms_mesa (no JAX).
+  done = subprocess.run(["taskset", "-c", allowed, sys.executable, "-c", code, size, str(cores)],
+                        env=env, cwd=common.ROOT, capture_output=True, text=True)
+  if done.returncode != 0:
+    raise RuntimeError(f"mesa worker ({size}, {cores} cores) failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def mesa_columns(size: str, compared: dict, log=print) -> dict | None:
+  """The Mesa columns on 1 core and on all cores, and JAX's runs per second over theirs; None
+  (and one line saying so) when Mesa is not installed."""
+  if importlib.util.find_spec("mesa") is None:
+    log("  mesa: not installed (pip install -e '.[bench]'); the Mesa columns are skipped")
+    return None
+  cols = {}
+  for key, cores in (("mesa_1core", 1), ("mesa_all", common.CORES)):
+    cols[key] = m = measure_mesa(size, cores)
+    log(f"  {key:12s} {m['runs']:7d} {UNIT} in {m['seconds']:8.3f} s = {m['runs'] / m['seconds']:11.1f} {UNIT}/s "
+        f"({m['cores_used']:.2f} cores busy; mesa.batch_run on {m['processes']} process(es))")
+  rate = lambda m: m["runs"] / m["seconds"]
+  jax = compared["rates"]
+  r = dict(columns=cols, runs=cols["mesa_1core"]["runs"], ratio_1core=jax["jax_1core"] / rate(cols["mesa_1core"]),
+           ratio_all=jax["jax_all"] / rate(cols["mesa_all"]))
+  log(f"  jax/mesa compares runs per second: Mesa timed on {r['runs']} {UNIT}, "
+      f"JAX on {compared['columns']['jax_1core']['runs']}")
+  return r
+
+
+def ratio_line(compared: dict, mesa: dict | None) -> str:
+  """The benchmark's last line: common's NumPy ratios, then JAX over Mesa (or that it was not measured)."""
+  line = common.ratio_line(NAME, compared)
+  if mesa is None:
+    return line + "; jax/mesa: not measured (mesa is not installed)"
+  return (line + f"; jax/mesa = {mesa['ratio_1core']:.1f}x (1 core), {mesa['ratio_all']:.1f}x (all cores) "
+          f"(throughput ratios, runs per second; Mesa timed on {mesa['runs']} {UNIT})")
+
+
+def main() -> None:
+  """common.main_for's command line with the Mesa columns after the fair comparison."""
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--size", choices=sorted(SIZES), default="cpu")
+  parser.add_argument("--repeats", type=int, default=2, help="timed calls per JAX and NumPy column (the best counts)")
+  parser.add_argument("--scaling", metavar="PNG", help="also measure runs/s against batch size; plot here")
+  parser.add_argument("--powers", type=int, nargs="+", default=list(range(6, 15)),
+                      help="batches of the scaling curve: 2^p runs for each p")
+  parser.add_argument("--json", metavar="PATH", help="write every figure here")
+  args = parser.parse_args()
+  s = SIZES[args.size]
+  print(f"{NAME} ({args.size}): {s['runs']} {UNIT}, loop on {s['loop']}, Mesa on {mesa_runs(args.size)}; "
+        f"{common.CORES} cores")
+  result = {"compare": common.compare("benchmarks.org_forms", args.size, args.repeats)}
+  result["mesa"] = mesa_columns(args.size, result["compare"])
+  if args.scaling:
+    result["scaling"] = common.scaling("benchmarks.org_forms", args.size, args.powers)
+    common.plot_scaling(result["scaling"], args.scaling)
+  if args.json:
+    Path(args.json).write_text(json.dumps(result, indent=1))
+  print(ratio_line(result["compare"], result["mesa"]))
+
+
 if __name__ == "__main__":
-  common.main_for("benchmarks.org_forms", __doc__)
+  main()
