@@ -80,3 +80,33 @@ def test_this_session_runs_its_forced_devices_on_a_pool_that_has_room_for_them()
   jax.devices()
   names = [p.read_text().strip() for p in Path("/proc/self/task").glob("*/comm")]
   assert sum(n == "tf_XLAEigen" for n in names) >= cpu_threads.THREADS_PER_DEVICE * jax.device_count()
+
+
+def _rowwise_sum(x):
+  return {"s": jnp.tanh(x["a"]).sum(1) * x["b"], "y": jnp.cumsum(x["a"], 1)}
+
+
+def test_map_runs_compiles_once_for_sweeps_of_sizes_in_one_bucket_and_its_result_does_not_depend_on_the_calls(
+    monkeypatch):
+  rng = np.random.default_rng(0)
+  rows = {"a": rng.normal(size=(300, 5)).astype(np.float32), "b": rng.normal(size=300).astype(np.float32)}
+  program = mesh._compiled(_rowwise_sum, mesh.make_mesh(), 4)
+  for n in (33, 50, 64):                   # 2 blocks of 4 rows per device on 8 devices
+    mesh.map_runs(_rowwise_sum, jax.tree.map(lambda x: x[:n], rows), block=4)
+  assert mesh.call_blocks(33, mesh.make_mesh(), 4) == [2] and program._cache_size() == 1
+  whole = mesh.map_runs(_rowwise_sum, rows, block=4)
+  monkeypatch.setattr(mesh, "MAX_BLOCKS", 2)    # the same rows through five calls of 64
+  assert mesh.call_blocks(300, mesh.make_mesh(), 4) == [2] * 5
+  split = mesh.map_runs(_rowwise_sum, rows, block=4)
+  one = mesh.map_runs(_rowwise_sum, rows, jax.sharding.Mesh(np.array(jax.devices()[:1]), (mesh.AXIS,)), block=4)
+  for out in (split, one):
+    for k in whole:
+      np.testing.assert_array_equal(out[k], whole[k])
+  np.testing.assert_allclose(whole["s"], np.tanh(rows["a"]).sum(1) * rows["b"], rtol=1e-5, atol=1e-6)  # NumPy sums in another order
+
+
+def test_call_blocks_are_powers_of_two_up_to_the_cap():
+  m = mesh.make_mesh()
+  assert mesh.call_blocks(1, m, 32) == [2]
+  assert mesh.call_blocks(8 * 32 * 5, m, 32) == [8]
+  assert mesh.call_blocks(8 * 32 * (2 * mesh.MAX_BLOCKS + 3), m, 32) == [mesh.MAX_BLOCKS] * 2 + [4]

@@ -2,11 +2,12 @@
 
 **Sweeps.**
 Every experiment puts its independent runs (cells x seeds, population members, environments,
-batch rows) on the leading axis of a pytree and calls `map_runs(fn, runs)`. The leading axis is
-padded to whole blocks per device (with copies of row 0, so padding never feeds a computation
+batch rows) on the leading axis of a pytree and calls `map_runs(fn, runs)`. The rows go through
+calls of a few fixed sizes (one compiled program serves sweeps of many sizes), each laid out as
+whole blocks per device (padded with copies of a real row, so padding never feeds a computation
 values it could not see), sharded over the mesh axis `runs`, computed with `shard_map` so each
-device runs `fn` on its own rows, block by block, gathered back to every host as NumPy and
-unpadded. Because each row's randomness comes from its own key and every row is computed by the
+device runs `fn` on its own rows, block by block (blocks of padding are skipped), gathered back
+to every host as NumPy and unpadded. Because each row's randomness comes from its own key and every row is computed by the
 same code, the result does not depend on how many devices or processes there are.
 
 **Training.** `training_mesh(config.mesh)` lays every device of every process out as
@@ -269,7 +270,7 @@ def _compiled(fn: Callable, mesh: Mesh, block: int):
       result = fn(jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), blocks))
       return jax.tree.map(lambda o, r: jax.lax.dynamic_update_index_in_dim(o, r, i, 0), out, result)
 
-    out = jax.lax.fori_loop(0, count[0], body, out)
+    out = jax.lax.fori_loop(0, count[0], body, out)   # blocks past count stay zeros, cut off on the host
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)
 
   def blocks_of(rows):
@@ -277,7 +278,7 @@ def _compiled(fn: Callable, mesh: Mesh, block: int):
 
   # Rows are independent, so no collective is needed; check_vma=False lets per-row code start
   # scans from constants without marking them as varying over the mesh axis.
-  return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(AXIS), P()), out_specs=P(AXIS),
+  return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(AXIS), P(AXIS)), out_specs=P(AXIS),
                                check_vma=False))
 
 
@@ -285,27 +286,71 @@ def runs_program(fn: Callable, runs, mesh: Mesh | None = None, block: int = 32):
   """The jitted program and the abstract arguments `map_runs(fn, runs, mesh, block)` would call,
   without placing anything: `(program, (rows, count))`, where `rows` are `jax.ShapeDtypeStruct`s
   padded and sharded along `runs` as `map_runs` lays them out. `runs` may hold arrays or
-  `ShapeDtypeStruct`s. For ahead-of-time lowering (`jaxlab.core.export`)."""
+  `ShapeDtypeStruct`s; `rows` are those of map_runs' first call. For ahead-of-time lowering (`jaxlab.core.export`)."""
   mesh = mesh or make_mesh()
   n = jax.tree.leaves(runs)[0].shape[0]
-  size = padded_size(n, mesh, block)
+  size = padded_size(n, mesh, 0) if block == 0 else mesh.size * block * call_blocks(n, mesh, block)[0]
   sharding = NamedSharding(mesh, P(AXIS))
   dtype = lambda x: jax.dtypes.canonicalize_dtype(x.dtype, allow_extended_dtype=True)
   rows = jax.tree.map(lambda x: jax.ShapeDtypeStruct((size, *x.shape[1:]), dtype(x), sharding=sharding), runs)
-  count = jax.ShapeDtypeStruct((1,), np.int32, sharding=NamedSharding(mesh, P()))
+  count = jax.ShapeDtypeStruct((mesh.size,), np.int32, sharding=sharding)
   return _compiled(fn, mesh, block), (rows, count)
+
+
+# Blocks per device in one call of the compiled program. A sweep's rows go through calls of this
+# many blocks, the rest through the smallest power of two (at least 2) that holds it, so any
+# sweep compiles at most log2(MAX_BLOCKS) programs per (fn, mesh, block), most of them one.
+MAX_BLOCKS = 64
+
+
+def call_blocks(n: int, mesh: Mesh, block: int) -> list[int]:
+  """Blocks per device of each call `map_runs` makes for n rows (block > 0)."""
+  per_device = max(1, -(-n // (mesh.size * block)))
+  full, rest = divmod(per_device, MAX_BLOCKS)
+  bucket = [] if rest == 0 else [max(2, 1 << (rest - 1).bit_length())]
+  return [MAX_BLOCKS] * full + bucket
+
+
+def _layout(n: int, mesh: Mesh, block: int, blocks: int):
+  """Where n real rows go in a call of `blocks` blocks per device: each device takes whole blocks
+  of consecutive rows, as evenly as the blocks allow, at its slice's start (so row i keeps lane
+  i % block). Returns per-device (first row, row count) and the blocks each device computes."""
+  per = -(-n // (mesh.size * block)) * block            # rows per device, whole blocks
+  starts = np.minimum(np.arange(mesh.size) * per, n)
+  counts = np.minimum(starts + per, n) - starts
+  assert per <= blocks * block, (n, blocks, block)
+  return starts, counts, (-(-counts // block)).astype(np.int32)
 
 
 def map_runs(fn: Callable, runs, mesh: Mesh | None = None, block: int = 32):
   """`fn` maps a batch of runs (leading axis) to outputs with the same leading axis.
 
-  Returns NumPy outputs for exactly the rows given. Rows are padded so each device gets whole
-  blocks of `block` rows (0: one block per device). `fn` must be a module-level or otherwise
-  long-lived function: its compiled form is cached on (fn, mesh, block).
+  Returns NumPy outputs for exactly the rows given. Each device computes `fn` on its rows in
+  blocks of `block` rows, skipping blocks that hold no row; the rows go through calls of a few
+  fixed sizes (`call_blocks`), so sweeps of different sizes share compiled programs (block 0:
+  one call, each device's whole slice at once, for accelerators). `fn` must be a module-level or
+  otherwise long-lived function: its compiled form is cached on (fn, mesh, block).
   """
   mesh = mesh or make_mesh()
   n = len(jax.tree.leaves(runs)[0])
-  size = padded_size(n, mesh, block)
-  count = np.array([size // mesh.size // max(block, 1)], np.int32)   # blocks per device
-  out = _compiled(fn, mesh, block)(shard_rows(pad_rows(runs, size), mesh), count)
-  return jax.tree.map(lambda x: x[:n], gather_rows(out))
+  program = _compiled(fn, mesh, block)
+  if block == 0:
+    size = padded_size(n, mesh, 0)
+    count = np.ones(mesh.size, np.int32)
+    out = program(shard_rows(pad_rows(runs, size), mesh), shard_rows(count, mesh))
+    return jax.tree.map(lambda x: x[:n], gather_rows(out))
+  calls, start = [], 0
+  for blocks in call_blocks(n, mesh, block):        # every call dispatched before any is gathered
+    stop = min(n, start + mesh.size * blocks * block)
+    starts, counts, count = _layout(stop - start, mesh, block, blocks)
+    slot = blocks * block
+    at = np.arange(slot)
+    index = np.where(at < counts[:, None], start + starts[:, None] + at, start).ravel()
+    rows = jax.tree.map(lambda x: np.asarray(x)[index], runs)   # padding: copies of the call's first row
+    calls.append((counts, slot, program(shard_rows(rows, mesh), shard_rows(count, mesh))))
+    start = stop
+  parts = []
+  for counts, slot, out in calls:
+    out = gather_rows(out)
+    parts += [jax.tree.map(lambda x: x[d * slot:d * slot + c], out) for d, c in enumerate(counts) if c]
+  return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
