@@ -28,8 +28,15 @@ from jaxlab import physics
 from jaxlab.core import margins
 from jaxlab.core import report as report_lib
 from jaxlab.core import stats
+from jaxlab.developmental import curiosity
 
-CURIOUS = ("curiosity", "progress")     # the curious regimes: expected surprise, learning progress
+
+def curious() -> tuple[str, ...]:
+  """The curious regimes: a score of their own and the adaptive curriculum (fixed_order is curious by
+  surprise, but isolates the curriculum)."""
+  return tuple(n for n, r in curiosity.REGIMES.items() if r.score is not None and r.adaptive)
+
+
 AUC_TARGET = 0.95                       # every probe, a curious regime's world model
 BUDGET_SHARE_TARGET = 0.25              # reach random play's final error within this share of the budget
 
@@ -140,35 +147,35 @@ def targets(head: dict) -> list[dict]:
   """The experiment's own targets, judged on the headline's means over seeds (None: no curious
   regime ran, or no random regime to set the error to reach)."""
   regimes = head["regimes"]
-  curious = [g for g in CURIOUS if g in regimes]
+  ran = [g for g in curious() if g in regimes]
   reached = lambda g: [k for k, a in regimes[g]["probe_auc"].items() if a["mean"] >= AUC_TARGET]
 
   def probes(g):
     auc = regimes[g]["probe_auc"]
     low = min(auc, key=lambda k: auc[k]["mean"])
     return f"{g}: {len(reached(g))} of {len(auc)} probes (lowest: {low} {auc[low]['mean']:.3g})"
-  others = [g for g in regimes if g not in CURIOUS]
-  ours = "; ".join(probes(g) for g in curious) or "no curious regime ran"
+  others = [g for g in regimes if g not in ran]
+  ours = "; ".join(probes(g) for g in ran) or "no curious regime ran"
   ours += f"; not curious, for reference: {'; '.join(probes(g) for g in others)}" if others else ""
-  auc_met = None if not curious else any(len(reached(g)) == len(regimes[g]["probe_auc"]) for g in curious)
+  auc_met = None if not ran else any(len(reached(g)) == len(regimes[g]["probe_auc"]) for g in ran)
   rows = [report_lib.target(
       f"violation of expectation: AUC >= {AUC_TARGET} on every probe",
-      f"a curious regime ({', '.join(CURIOUS)}) reaches a mean AUC over seeds of at least {AUC_TARGET} on every "
+      f"a curious regime ({', '.join(ran) or 'none ran'}) reaches a mean AUC over seeds of at least {AUC_TARGET} on every "
       "probe that ran", auc_met, ours)]
 
   budget = head["budget"]
-  steps = {g: regimes[g].get("steps_to_random_final") for g in curious}
+  steps = {g: regimes[g].get("steps_to_random_final") for g in ran}
 
   def at(g):
     x = steps[g]
     if x["steps"] is None:
       return f"{g}: not within the budget ({x['reached']:.0%} of resamples reach it)"
     return f"{g}: {x['steps']:,.0f} steps ({x['steps'] / x['budget']:.2f} of the budget)"
-  judged = [g for g in curious if steps[g] is not None]
+  judged = [g for g in ran if steps[g] is not None]
   fast_met = None if not judged else any(steps[g]["steps"] is not None
                                          and steps[g]["steps"] <= BUDGET_SHARE_TARGET * budget for g in judged)
   ours = "; ".join(at(g) for g in judged) if judged else (
-      "no random regime ran" if curious else "no curious regime ran")
+      "no random regime ran" if ran else "no curious regime ran")
   rows.append(report_lib.target(
       "curiosity reaches random play's final error within a quarter of the budget",
       f"a curious regime's held-out error (mean over seeds) is at or under random play's final held-out error "
@@ -190,8 +197,8 @@ def _paired(config, table, m, better: str, worse: str, measure: str, text: str):
 
 def claims(config, table, res, m) -> list[dict]:
   out = []
-  for g in CURIOUS:
-    how = "expected surprise" if g == "curiosity" else "learning progress"
+  for g in curious():
+    how = curiosity.SCORES[curiosity.REGIMES[g].score].label
     out += [_paired(config, table, m, g, "random", "curve_all",
                     f"curiosity ({how}) learns faster than random play (held-out error over the learning curve)"),
             _paired(config, table, m, g, "random", "final_all",

@@ -56,6 +56,17 @@ def validate(config) -> None:
   require(config, "learner.replay_size", lambda v: v % config.play.envs == 0, "a multiple of play.envs")
   require_int(config, "learner.replay_batch", 1)
   require_int(config, "learner.updates_per_round", 1)
+  if "replay" in config.learner:
+    require(config, "learner.replay", lambda v: v in learner.REPLAYS, f"one of {learner.REPLAYS}")
+    if config.learner.replay == "stage":
+      require(config, "learner.replay_size", lambda v: v % (n_stages * config.play.envs) == 0,
+              f"a multiple of {n_stages} x play.envs (one equal part per stage)")
+  if "ensemble" in config.curiosity:
+    require_int(config, "curiosity.ensemble", 2)
+  if "bootstrap" in config.curiosity:
+    require(config, "curiosity.bootstrap", lambda v: 0 < v <= 1, "a probability in (0, 1]")
+  if "gamma" in config.curiosity:
+    require(config, "curiosity.gamma", lambda v: 0 <= v < 1, "in [0, 1)")
   require(config, "model.kind", lambda v: v in world_model.KINDS, f"one of {world_model.KINDS}")
   for field in ("hidden", "depth", "edge_hidden", "surprise_hidden"):
     require_int(config, f"model.{field}", 1)
@@ -99,7 +110,7 @@ def learner_config(config) -> learner.LearnerConfig:
   return learner.LearnerConfig(model=world_model.ModelConfig(**tup(config.model.to_dict())),
                                curiosity=curiosity.CuriosityConfig(**config.curiosity.to_dict()),
                                curriculum=curriculum.CurriculumConfig(**tup(config.curriculum.to_dict())),
-                               **config.learner.to_dict())
+                               scores=curiosity.scores_of(config.regimes), **config.learner.to_dict())
 
 
 def runs_table(config) -> dict:
@@ -110,8 +121,9 @@ def runs_table(config) -> dict:
 
 
 def flags_of(config, table) -> curiosity.Flags:
-  per_run = np.array([curiosity.REGIMES[config.regimes[r]] for r in table["regime"]], bool)
-  return curiosity.Flags(*per_run.T)
+  scores = curiosity.scores_of(config.regimes)
+  curious, adaptive, score = zip(*(curiosity.flags(config.regimes[r], scores) for r in table["regime"]))
+  return curiosity.Flags(np.array(curious, bool), np.array(adaptive, bool), np.array(score, np.int32))
 
 
 def dims_of(pcfg):

@@ -41,6 +41,12 @@ class LearnerConfig:
   replay_size: int = 4096       # transitions kept per run (a multiple of the env count)
   replay_batch: int = 128       # replay rows added to each update's batch
   updates_per_round: int = 2
+  replay: str = "ring"          # "ring": the latest replay_size transitions; "stage": replay_size / stages per
+                                # stage, the latest of each, and replay rows drawn from the stages equally
+  scores: tuple = ("surprise", "progress")   # the curiosity scores the population computes (scores_of(regimes))
+
+
+REPLAYS = ("ring", "stage")
 
 
 class State(NamedTuple):
@@ -51,6 +57,10 @@ class State(NamedTuple):
   curr: curriculum.Curriculum
   progress: curiosity.Progress
   scale: jax.Array             # [stages, 13] the unit of state changes (world_model.delta_scale)
+  extra: dict                  # what the replay kind and the scores need, by name (empty for the ring and
+                               # surprise or learning progress): "replay_count" i32 [stages] inserted per stage,
+                               # "ensemble" (params, optimizer state) stacked over members, "old_model" params,
+                               # "gamma_progress" a curiosity.Progress table
 
 
 class Clock(NamedTuple):
@@ -78,21 +88,69 @@ class Learner:
     for s, a in enumerate(action_dims):
       mask[s, :a] = 1.0
     self.action_mask = mask          # [stages, A]: 1 on the action dimensions a stage has
+    self.needs = curiosity.needs_of(cfg.scores)
 
   def model(self, params):
     return nnx.merge(self.graphdef, params)
 
   def init(self, key, scale) -> State:
-    params, opt = world_model.init(key, self.dims, self.cfg.model)
-    replay = jax.tree.map(jnp.asarray, batch_lib.empty(self.cfg.replay_size, self.dims))
-    return State(params, opt, replay, jnp.int32(0), curriculum.init(self.dims.stages),
-                 curiosity.init_progress(self.dims.stages, self.dims.action, self.cfg.curiosity),
-                 jnp.asarray(scale, jnp.float32))
+    cfg, d = self.cfg, self.dims
+    params, opt = world_model.init(key, d, cfg.model)
+    replay = jax.tree.map(jnp.asarray, batch_lib.empty(cfg.replay_size, d))
+    extra = {}
+    if cfg.replay == "stage":
+      extra["replay_count"] = jnp.zeros(d.stages, jnp.int32)
+    if "ensemble" in self.needs:     # members drawn from keys apart from the world model's
+      members = jax.random.split(jax.random.fold_in(key, 1), cfg.curiosity.ensemble)
+      extra["ensemble"] = jax.vmap(lambda k: world_model.init(k, d, cfg.model))(members)
+    if "old_model" in self.needs:
+      extra["old_model"] = params
+      extra["gamma_progress"] = curiosity.init_progress(d.stages, d.action, cfg.curiosity)
+    return State(params, opt, replay, jnp.int32(0), curriculum.init(d.stages),
+                 curiosity.init_progress(d.stages, d.action, cfg.curiosity), jnp.asarray(scale, jnp.float32), extra)
+
+  def _score_parts(self, state: State) -> dict:
+    out = {}
+    if "ensemble" in self.needs:
+      members = state.extra["ensemble"][0]
+      out["ensemble"] = lambda obs, actions: jax.vmap(lambda p: self.model(p).predict(obs, actions)[0])(members)
+    if "old_model" in self.needs:
+      out["gamma_progress"] = state.extra["gamma_progress"]
+    return out
 
   def act(self, state: State, obs: Obs, key, flags: curiosity.Flags):
     """Actions [envs, A] and their scores for one run's padded observations."""
     mask = jnp.asarray(self.action_mask)[obs.stage]
-    return curiosity.choose(key, self.model(state.params), obs, mask, flags, state.progress, self.cfg.curiosity)
+    return curiosity.choose(key, self.model(state.params), obs, mask, flags, state.progress, self.cfg.curiosity,
+                            self.cfg.scores, self._score_parts(state))
+
+  def _insert(self, state: State, batch: Batch):
+    """(replay, rows filled, extra) after storing `batch` (one stage's envs)."""
+    cfg, n_env = self.cfg, batch.valid.shape[0]
+    if cfg.replay == "stage":
+      part = cfg.replay_size // self.dims.stages
+      stage, count = batch.stage[0], state.extra["replay_count"]
+      at = stage * part + count[stage] % part
+      filled = jnp.minimum(count.at[stage].add(n_env), part)
+      extra = {**state.extra, "replay_count": count.at[stage].add(n_env)}
+    else:
+      at = state.replay_n % cfg.replay_size
+      filled = jnp.minimum(state.replay_n + n_env, cfg.replay_size)
+      extra = state.extra
+    replay = jax.tree.map(lambda buf, x: jax.lax.dynamic_update_slice_in_dim(buf, x, at, 0), state.replay, batch)
+    return replay, filled, extra
+
+  def _replay_rows(self, k, filled):
+    """Indices of `replay_batch` replay rows: uniform over the ring, or a stage (with rows) uniformly,
+    then a row of it."""
+    cfg = self.cfg
+    if cfg.replay != "stage":
+      return jax.random.randint(k, (cfg.replay_batch,), 0, filled)
+    part = cfg.replay_size // self.dims.stages
+    k_stage, k_row = jax.random.split(k)
+    stage = jax.random.categorical(k_stage, jnp.where(filled > 0, 0.0, -jnp.inf), shape=(cfg.replay_batch,))
+    row = jnp.floor(jax.random.uniform(k_row, (cfg.replay_batch,)) * filled[stage]).astype(jnp.int32)
+    return stage * part + jnp.minimum(row, filled[stage] - 1)
 
   def learn(self, state: State, batch: Batch, key, clock: Clock, flags: curiosity.Flags):
     """One round: measure surprise on `batch`, update learning progress, store, train, and advance
@@ -106,19 +164,34 @@ class Learner:
                                          batch.valid, cfg.curiosity)
 
     n_env = batch.valid.shape[0]
-    at = state.replay_n % cfg.replay_size
-    replay = jax.tree.map(lambda buf, x: jax.lax.dynamic_update_slice_in_dim(buf, x, at, 0), state.replay, batch)
-    filled = jnp.minimum(state.replay_n + n_env, cfg.replay_size)
+    extra = dict(state.extra)
+    if "old_model" in self.needs:    # gamma-progress: the old model's error minus the new one's, before training
+      _, old = world_model.errors(self.model(extra["old_model"]), batch, state.scale, cfg.model)
+      extra["gamma_progress"] = curiosity.update_progress(extra["gamma_progress"], batch.stage[0],
+                                                          curiosity.bin_of(batch.action, cfg.curiosity.bins),
+                                                          old - surprise, batch.valid, cfg.curiosity)
+    replay, filled, inserted = self._insert(state._replace(extra=extra), batch)
+    extra.update(inserted)
 
     def step(carry, k):
-      params, opt = carry
-      rows = jax.random.randint(k, (cfg.replay_batch,), 0, filled)
+      params, opt, extra = carry
+      rows = self._replay_rows(k, filled)
       mixed = jax.tree.map(lambda a, r: jnp.concatenate([a, r[rows]]), batch, replay)
       params, opt, parts = world_model.update(self.graphdef, params, opt, mixed, state.scale, cfg.model)
-      return (params, opt), parts
+      if "ensemble" in self.needs:   # each member on its own bootstrap of the rows
+        keep = jax.random.bernoulli(jax.random.fold_in(k, 1), cfg.curiosity.bootstrap,
+                                    (cfg.curiosity.ensemble, mixed.valid.shape[0]))
+        def member(p, o, keep):
+          return world_model.update(self.graphdef, p, o, mixed._replace(valid=mixed.valid & keep), state.scale,
+                                    cfg.model)[:2]
+        extra = {**extra, "ensemble": jax.vmap(member)(*extra["ensemble"], keep)}
+      if "old_model" in self.needs:
+        g = cfg.curiosity.gamma
+        extra = {**extra, "old_model": jax.tree.map(lambda o, p: g * o + (1 - g) * p, extra["old_model"], params)}
+      return (params, opt, extra), parts
 
-    (params, opt), (world, self_err) = jax.lax.scan(
-        step, (state.params, state.opt), jax.random.split(key, cfg.updates_per_round))
+    (params, opt, extra), (world, self_err) = jax.lax.scan(
+        step, (state.params, state.opt, extra), jax.random.split(key, cfg.updates_per_round))
 
     curr = curriculum.observe(state.curr, mean_surprise)
     ended = curriculum.end_episode(curr, clock.env_steps, flags.adaptive, clock.episode, clock.n_episodes,
@@ -126,7 +199,7 @@ class Learner:
     curr = jax.tree.map(lambda a, b: jnp.where(clock.episode_end, a, b), ended, curr)
     metrics = {"surprise": mean_surprise, "loss_world": world[-1], "loss_self": self_err[-1],
                "valid": valid.mean()}
-    return State(params, opt, replay, state.replay_n + n_env, curr, progress, state.scale), metrics
+    return State(params, opt, replay, state.replay_n + n_env, curr, progress, state.scale, extra), metrics
 
   def evaluate(self, state: State, batch: Batch):
     """(per-object error [rows, N], surprise per transition [rows]) on held-out or probe transitions."""
