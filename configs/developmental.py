@@ -104,5 +104,30 @@ def gpu():
   return c
 
 
+def scores():
+  """cpu with every registered curiosity score, and the settings of replay and the distractor in reach of
+  an override (`--config.learner.replay=stage`, `--config.distractor.share=0.25`); not yet run."""
+  c = cpu()
+  c.regimes = ("curiosity", "progress", "random", "fixed_order", "disagreement", "gamma_progress")
+  c.learner.replay = "ring"          # "stage": an equal part of the buffer per stage
+  c.curiosity.update(dict(ensemble=4, bootstrap=0.5, gamma=0.95))
+  c.distractor = ml_collections.ConfigDict(dict(share=0.0, noise=1.0))   # share of the action space; std in units
+  return c
+
+
+def scores_smoke():
+  """scores at the smoke variant's size, with stage-balanced replay and a distractor on a quarter of the actions."""
+  c = scores()
+  small = smoke()
+  for section in ("play", "model", "curriculum", "eval", "render"):
+    c[section] = small[section]
+  c.seeds = small.seeds
+  c.learner.update(dict(replay_size=256, replay_batch=16, updates_per_round=1, replay="stage"))
+  c.curiosity.update(dict(candidates=4, ensemble=2))
+  c.distractor.share = 0.25
+  return c
+
+
 def get_config(arg=""):
-  return select(arg, {"cpu": cpu, "repro": cpu, "smoke": smoke, "gpu": gpu})
+  return select(arg, {"cpu": cpu, "repro": cpu, "smoke": smoke, "gpu": gpu, "scores": scores,
+                      "scores_smoke": scores_smoke})

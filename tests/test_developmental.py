@@ -25,7 +25,8 @@ from jaxlab.core import mesh as mesh_lib
 from jaxlab.core import checkpoint, receipts, results
 from jaxlab.core.config import ConfigError, load
 from jaxlab.developmental import batch as batch_lib
-from jaxlab.developmental import curiosity, curriculum, evaluation, experiment, fused, learner, play, world_model
+from jaxlab.developmental import curiosity, curriculum, distractor, evaluation, experiment, fused, learner, play
+from jaxlab.developmental import world_model
 from jaxlab.developmental import keys as keys_lib
 from jaxlab.developmental.population import Population
 from launch.main import main
@@ -354,6 +355,22 @@ def test_stage_balanced_replay_keeps_each_stage_apart_and_draws_them_equally(con
   rows = np.asarray(jax.jit(big._replay_rows)(jax.random.key(3), filled))
   assert set(np.unique(rows // part)) == {0, 2} and 0.3 < np.mean(rows // part == 2) < 0.7
   assert (rows[rows // part == 2] < 2 * part + n_env).all()
+
+
+def test_the_distractor_randomizes_outcomes_only_in_its_share_of_the_actions(config, pieces):
+  _, lrn, _, _ = pieces
+  d, n = lrn.dims, 4000
+  rng = np.random.default_rng(3)
+  batch = jax.tree.map(lambda x: x[0], _synthetic(d, rng, 1, n, rng.uniform(-1, 1, (1, n, d.action))))
+  batch = batch._replace(mask=batch.mask & (np.arange(d.objects) < 2))        # two real objects
+  scale = np.full((d.stages, 13), 0.5, np.float32)
+  cfg = distractor.DistractorConfig(share=0.25, noise=2.0)
+  noisy, hit = jax.jit(distractor.apply, static_argnames="cfg")(batch, jax.random.key(0), scale, cfg)
+  hit, moved = np.asarray(hit), np.asarray(noisy.next) - batch.next
+  assert abs(hit.mean() - 0.25) < 0.03 and (hit == (batch.action[:, 0] > 0.5)).all()
+  assert (moved[~hit] == 0).all() and (moved[:, 2:] == 0).all() and (moved[..., [3, 4, 5, 6, 10, 11, 12]] == 0).all()
+  assert abs(moved[hit][:, :2][..., [0, 1, 2, 7, 8, 9]].std() - 1.0) < 0.05     # noise 2 x unit 0.5
+  assert distractor.region(np.array([[0.49, 0.0], [0.51, 0.0]]), 0.25).tolist() == [False, True]
 
 
 def test_learning_progress_scores_falling_error_over_flat_noise():

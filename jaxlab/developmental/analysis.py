@@ -113,6 +113,8 @@ def headline(config, table, res, m) -> dict:
            "error_over_curve": mean_ci(m["curve_all"][rows], config),
            "probe_auc": {k: mean_ci(res["probe_auc"][rows, p], config) for p, k in enumerate(config.eval.probes)}}
     row["steps_to_random_final"] = steps_to_random(config, table, m, g)
+    if "distracted" in res:          # the share of the regime's interactions spent in the distractor's region
+      row["distracted"] = mean_ci(res["distracted"][rows].mean(1), config)
     out["regimes"][g] = row
   return out
 
@@ -250,11 +252,13 @@ def _steps(x: dict | None) -> str:
 def headline_table(config, head: dict) -> str:
   cols = ["final held-out error", "error over the curve",
           "interactions to random's final error (share of the budget); never: not within the budget"]
+  distracted = "distracted" in head["regimes"][config.regimes[0]]
+  cols += ["share of interactions in the distractor's region"] if distracted else []
   rows = []
   for g in config.regimes:
     h = head["regimes"][g]
     rows.append([g, _ci(h["final_error"]), _ci(h["error_over_curve"]), _steps(h.get("steps_to_random_final")),
-                 *(_ci(h["probe_auc"][k]) for k in config.eval.probes)])
+                 *([_ci(h["distracted"])] if distracted else []), *(_ci(h["probe_auc"][k]) for k in config.eval.probes)])
   return report_lib.markdown_table(["regime", *cols, *(f"AUC {k}" for k in config.eval.probes)], rows)
 
 

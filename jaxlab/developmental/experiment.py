@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from jaxlab import physics
 from jaxlab.core import checkpoint, results, train
 from jaxlab.core.config import ConfigError, is_non_negative, is_positive, require, require_int, tuple_of
-from jaxlab.developmental import analysis, curiosity, curriculum, evaluation, learner, plots, world_model
+from jaxlab.developmental import analysis, curiosity, curriculum, distractor, evaluation, learner, plots, world_model
 from jaxlab.developmental import keys as keys_lib
 from jaxlab.developmental.batch import Dims
 from jaxlab.developmental.population import Population
@@ -67,6 +67,9 @@ def validate(config) -> None:
     require(config, "curiosity.bootstrap", lambda v: 0 < v <= 1, "a probability in (0, 1]")
   if "gamma" in config.curiosity:
     require(config, "curiosity.gamma", lambda v: 0 <= v < 1, "in [0, 1)")
+  if "distractor" in config:
+    require(config, "distractor.share", lambda v: 0 <= v <= 1, "a share of the action space in [0, 1]")
+    require(config, "distractor.noise", is_non_negative, "non-negative (units of the stage's state change)")
   require(config, "model.kind", lambda v: v in world_model.KINDS, f"one of {world_model.KINDS}")
   for field in ("hidden", "depth", "edge_hidden", "surprise_hidden"):
     require_int(config, f"model.{field}", 1)
@@ -110,7 +113,19 @@ def learner_config(config) -> learner.LearnerConfig:
   return learner.LearnerConfig(model=world_model.ModelConfig(**tup(config.model.to_dict())),
                                curiosity=curiosity.CuriosityConfig(**config.curiosity.to_dict()),
                                curriculum=curriculum.CurriculumConfig(**tup(config.curriculum.to_dict())),
-                               scores=curiosity.scores_of(config.regimes), **config.learner.to_dict())
+                               scores=curiosity.scores_of(config.regimes), distractor=distractor_config(config),
+                               **config.learner.to_dict())
+
+
+def distractor_config(config) -> distractor.DistractorConfig:
+  """The config's `distractor` section (none: no distractor)."""
+  return distractor.DistractorConfig(**config.distractor.to_dict()) if "distractor" in config else (
+      distractor.DistractorConfig())
+
+
+def round_logs(config) -> tuple[str, ...]:
+  """Per-round logs: ROUND_LOGS, and with a distractor the share of each round's envs in its region."""
+  return ROUND_LOGS + (("distracted",) if distractor_config(config).share > 0 else ())
 
 
 def runs_table(config) -> dict:
@@ -139,7 +154,7 @@ def fingerprint(config) -> str:
 def empty_logs(config, n_runs: int, dims: Dims) -> dict:
   p = config.play
   rounds, evals = p.episodes * p.episode_rounds, p.episodes // p.eval_every
-  logs = {k: np.zeros((n_runs, rounds), np.float32) for k in ROUND_LOGS}
+  logs = {k: np.zeros((n_runs, rounds), np.float32) for k in round_logs(config)}
   logs.update(stage=np.zeros((n_runs, p.episodes), np.int32),
               eval_stage=np.zeros((n_runs, evals, dims.stages), np.float32),
               eval_material=np.zeros((n_runs, evals, dims.stages, dims.materials), np.float32))
@@ -149,7 +164,7 @@ def empty_logs(config, n_runs: int, dims: Dims) -> dict:
 def _fill(logs: dict, chunk: dict, first: int, config) -> None:
   """Writes a chunk's logs (runs first) into the run's logs at its episodes."""
   p = config.play
-  at = {k: first * p.episode_rounds for k in ROUND_LOGS}
+  at = {k: first * p.episode_rounds for k in round_logs(config)}
   at.update(stage=first, eval_stage=first // p.eval_every, eval_material=first // p.eval_every)
   for k, v in chunk.items():
     logs[k][:, at[k]:at[k] + v.shape[1]] = v

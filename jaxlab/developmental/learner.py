@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxlab.developmental import curiosity, curriculum, world_model
+from jaxlab.developmental import curiosity, curriculum, distractor, world_model
 from jaxlab.developmental import batch as batch_lib
 from jaxlab.developmental.batch import Batch, Dims, Obs
 
@@ -44,9 +44,11 @@ class LearnerConfig:
   replay: str = "ring"          # "ring": the latest replay_size transitions; "stage": replay_size / stages per
                                 # stage, the latest of each, and replay rows drawn from the stages equally
   scores: tuple = ("surprise", "progress")   # the curiosity scores the population computes (scores_of(regimes))
+  distractor: distractor.DistractorConfig = distractor.DistractorConfig()
 
 
 REPLAYS = ("ring", "stage")
+DISTRACT = 7     # fold_in of a round's learning key for the distractor's noise (apart from its splits)
 
 
 class State(NamedTuple):
@@ -156,6 +158,8 @@ class Learner:
     """One round: measure surprise on `batch`, update learning progress, store, train, and advance
     the curriculum at the episode's end. Returns (state, metrics)."""
     cfg = self.cfg
+    if cfg.distractor.share > 0:     # the world's random part, before anything sees the batch
+      batch, hit = distractor.apply(batch, jax.random.fold_in(key, DISTRACT), state.scale, cfg.distractor)
     _, surprise = world_model.errors(self.model(state.params), batch, state.scale, cfg.model)
     valid = batch.valid.astype(jnp.float32)
     mean_surprise = jnp.sum(surprise * valid) / jnp.maximum(valid.sum(), 1.0)
@@ -199,6 +203,8 @@ class Learner:
     curr = jax.tree.map(lambda a, b: jnp.where(clock.episode_end, a, b), ended, curr)
     metrics = {"surprise": mean_surprise, "loss_world": world[-1], "loss_self": self_err[-1],
                "valid": valid.mean()}
+    if cfg.distractor.share > 0:
+      metrics["distracted"] = jnp.sum(hit * valid) / jnp.maximum(valid.sum(), 1.0)
     return State(params, opt, replay, state.replay_n + n_env, curr, progress, state.scale, extra), metrics
 
   def evaluate(self, state: State, batch: Batch):
