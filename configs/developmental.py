@@ -112,6 +112,7 @@ def scores():
   c.learner.replay = "ring"          # "stage": an equal part of the buffer per stage
   c.curiosity.update(dict(ensemble=4, bootstrap=0.5, gamma=0.95))
   c.distractor = ml_collections.ConfigDict(dict(share=0.0, noise=1.0))   # share of the action space; std in units
+  c.eval.probes = c.eval.probes + ("rubber_shatters",)   # a fifth probe, on a material no other probe uses
   return c
 
 
@@ -125,6 +126,7 @@ def scores_smoke():
   c.learner.update(dict(replay_size=256, replay_batch=16, updates_per_round=1, replay="stage"))
   c.curiosity.update(dict(candidates=4, ensemble=2))
   c.distractor.share = 0.25
+  c.eval.probes = small.eval.probes + ("rubber_shatters",)
   return c
 
 

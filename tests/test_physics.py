@@ -208,6 +208,9 @@ def test_probe_pairs_match_and_differ():
     np.testing.assert_array_equal(possible.action, impossible.action)
     assert possible.valid.all() and impossible.valid.all()
     gap = np.abs(possible.next.objects - impossible.next.objects)
+    if kind == "rubber_shatters":       # the same motion; only the break events differ
+      assert gap.max() == 0 and not possible.broken.any() and impossible.broken.all(), kind
+      continue
     assert np.all(gap[..., :3].max(axis=(1, 2)) > 0.005) and np.all(gap[..., 7:10].max(axis=(1, 2)) > 0.1), kind
   possible, impossible = probes.probe_pairs("glass_bounces_like_rubber", 6, seed=0)
   assert possible.broken.any() and not impossible.broken.any()

@@ -23,9 +23,10 @@ from jaxlab.developmental import batch as batch_lib
 from jaxlab.developmental import keys as keys_lib
 from jaxlab.physics import probes
 
-# The stage each probe kind is played in (jaxlab/physics/probes.py: three drops, one stack); the
+# The stage each probe kind is played in (jaxlab/physics/probes.py: four drops, one stack); the
 # world model sees it as its stage input.
-PROBE_STAGE = {"fall_through_floor": 0, "hover": 0, "glass_bounces_like_rubber": 0, "offcentre_stack_stays": 2}
+PROBE_STAGE = {"fall_through_floor": 0, "hover": 0, "glass_bounces_like_rubber": 0, "offcentre_stack_stays": 2,
+               "rubber_shatters": 0}
 
 
 def random_episode(sim, key, rounds: int, stage: int, dims, rng) -> batch_lib.Batch:

@@ -10,6 +10,8 @@ the possible event is simulated, the impossible one differs by one physically im
   glass_bounces_like_rubber  stage 0 drop of glass objects (context says glass). Impossible: the same
                              drop simulated with rubber's restitution (solref) and friction, and no
                              break event.
+  rubber_shatters            stage 0 drop of rubber objects (context says rubber). Impossible: the same
+                             drop, every object breaking (rubber never breaks), contacts as simulated.
   offcentre_stack_stays      stage 2: the top block is set 1.15 to 1.4 of its support's half width
                              past the middle block's centre and two interactions run (it starts
                              tipping). Impossible: in the next interaction it stays where it is, at rest.
@@ -25,7 +27,8 @@ from jaxlab.physics import api, make_sim, scenes
 from jaxlab.physics.config import PhysicsConfig
 from jaxlab.physics.materials import LIBRARY
 
-KINDS = ("fall_through_floor", "hover", "glass_bounces_like_rubber", "offcentre_stack_stays")
+KINDS = ("fall_through_floor", "hover", "glass_bounces_like_rubber", "offcentre_stack_stays", "rubber_shatters")
+ONLY = {"glass_bounces_like_rubber": "glass", "rubber_shatters": "rubber"}   # probes of one material
 
 
 def _replace_next(t: api.Transition, objects, contact=None, broken=None) -> api.Transition:
@@ -56,15 +59,15 @@ def _free_fall(sim, pose):
   return out
 
 
-def _glass(config, kind):
-  return dataclasses.replace(config, materials=("glass",)) if kind == "glass_bounces_like_rubber" else config
+def _material(config, kind):
+  return dataclasses.replace(config, materials=(ONLY[kind],)) if kind in ONLY else config
 
 
 def probe_pairs(kind: str, n: int, seed: int, config: PhysicsConfig | None = None, backend: str = "c"):
   """(possible, impossible) Transitions of n matched events of the kind."""
   if kind not in KINDS:
     raise ValueError(f"kind: must be one of {KINDS}, got {kind!r}")
-  config = _glass(config or PhysicsConfig(), kind)
+  config = _material(config or PhysicsConfig(), kind)
   rng = np.random.default_rng(seed)
   if kind == "offcentre_stack_stays":
     sim = make_sim(2, n, backend=backend, seed=seed, config=config)
@@ -98,6 +101,10 @@ def probe_pairs(kind: str, n: int, seed: int, config: PhysicsConfig | None = Non
     twin.set_field("geom_friction", friction)
     possible, bouncy = sim.act(action), twin.act(action)
     return possible, _replace_next(possible, bouncy.next.objects, contact=bouncy.contact)
+  if kind == "rubber_shatters":
+    possible = sim.act(action)
+    real = np.ones_like(possible.broken, dtype=bool)
+    return possible, _replace_next(possible, possible.next.objects, contact=possible.contact, broken=real)
   pose = _drop_pose(sim, action)
   possible = sim.act(action)
   impossible = _free_fall(sim, pose) if kind == "fall_through_floor" else _rest(pose)
