@@ -290,8 +290,9 @@ def plot_scaling(result: dict, path) -> None:
   plt.close(fig)
 
 
-def main_for(module: str, doc: str) -> None:
-  """A family benchmark's command line: the fair comparison at --size, optionally the scaling curve."""
+def main_for(module: str, doc: str, more=None) -> None:
+  """A family benchmark's command line: the fair comparison at --size, optionally the scaling curve.
+  `more(size, result)`, if given, adds columns after the comparison and returns the last line."""
   fam = importlib.import_module(module)
   parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
   parser.add_argument("--size", choices=sorted(fam.SIZES), default="cpu")
@@ -304,12 +305,13 @@ def main_for(module: str, doc: str) -> None:
   print(f"{fam.NAME} ({args.size}): {fam.SIZES[args.size]['runs']} {fam.UNIT}, loop on "
         f"{fam.SIZES[args.size]['loop']}; {CORES} cores")
   result = {"compare": compare(module, args.size, args.repeats)}
+  last = result["compare"]["line"] if more is None else more(args.size, result)
   if args.scaling:
     result["scaling"] = scaling(module, args.size, args.powers)
     plot_scaling(result["scaling"], args.scaling)
   if args.json:
     Path(args.json).write_text(json.dumps(result, indent=1))
-  print(result["compare"]["line"])
+  print(last)
 
 
 if __name__ == "__main__":

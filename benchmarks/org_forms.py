@@ -21,7 +21,6 @@ is for its users. Without Mesa installed (`pip install -e '.[bench]'`) the colum
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib.util
 import json
@@ -170,27 +169,15 @@ def ratio_line(compared: dict, mesa: dict | None) -> str:
           f"(throughput ratios, runs per second; Mesa timed on {mesa['runs']} {UNIT})")
 
 
+def with_mesa(size: str, result: dict) -> str:
+  """The Mesa columns after the fair comparison; the last line with both ratios."""
+  print(f"Mesa on {mesa_runs(size)} {UNIT}")
+  result["mesa"] = mesa_columns(size, result["compare"])
+  return ratio_line(result["compare"], result["mesa"])
+
+
 def main() -> None:
-  """common.main_for's command line with the Mesa columns after the fair comparison."""
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--size", choices=sorted(SIZES), default="cpu")
-  parser.add_argument("--repeats", type=int, default=2, help="timed calls per JAX and NumPy column (the best counts)")
-  parser.add_argument("--scaling", metavar="PNG", help="also measure runs/s against batch size; plot here")
-  parser.add_argument("--powers", type=int, nargs="+", default=list(range(6, 15)),
-                      help="batches of the scaling curve: 2^p runs for each p")
-  parser.add_argument("--json", metavar="PATH", help="write every figure here")
-  args = parser.parse_args()
-  s = SIZES[args.size]
-  print(f"{NAME} ({args.size}): {s['runs']} {UNIT}, loop on {s['loop']}, Mesa on {mesa_runs(args.size)}; "
-        f"{common.CORES} cores")
-  result = {"compare": common.compare("benchmarks.org_forms", args.size, args.repeats)}
-  result["mesa"] = mesa_columns(args.size, result["compare"])
-  if args.scaling:
-    result["scaling"] = common.scaling("benchmarks.org_forms", args.size, args.powers)
-    common.plot_scaling(result["scaling"], args.scaling)
-  if args.json:
-    Path(args.json).write_text(json.dumps(result, indent=1))
-  print(ratio_line(result["compare"], result["mesa"]))
+  common.main_for("benchmarks.org_forms", __doc__, more=with_mesa)
 
 
 if __name__ == "__main__":

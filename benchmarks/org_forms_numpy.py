@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.org_forms_figures import HISTORY, figures
 from jaxlab.swarm.org_forms.model import (COMMUNICATOR, COORDINATOR, GRAICUNAS, MATCH, MODULES,
                                           PETER, PROTOTYPES, SPECIALIST, TOURNAMENT, Constants)
 
@@ -57,7 +58,7 @@ def simulate(world: dict, row: dict, k: Constants) -> dict:
   code = np.full(K, 1.0 / K)
   belief = s.copy()
   m_hist = np.zeros((T, n))
-  h = {name: np.zeros(T) for name in ("y", "revenue", "discovery", "u", "iota", "y_net", "effort", "loss")}
+  h = {name: np.zeros(T) for name in HISTORY}
   cross_load = k.cross_weight * NB * (NB - 1) / 2
   for t in range(T):
     d, b, c, kk, a = traits.T
@@ -130,17 +131,7 @@ def simulate(world: dict, row: dict, k: Constants) -> dict:
     h["y"][t], h["u"][t], h["iota"][t], h["loss"][t] = y, u, iota, loss_sum
     h["revenue"][t], h["discovery"][t] = y * (1 - z) * u, y * z * (1 - u)
     h["y_net"][t] = y * (1 - max(0.0, iota - k.iota0))
-  t = np.arange(T)
-  pre, post, high = t < k.shock, t >= k.promote_t, t % 2 == 1
-  return dict(
-      cum_revenue=h["revenue"].sum(), cum_discovery=h["discovery"].sum(),
-      cum_revenue_high=h["revenue"][high].sum(), cum_discovery_high=h["discovery"][high].sum(),
-      cum_output=h["y"].sum(), cum_output_net=h["y_net"].sum(),
-      mean_effort=h["effort"].mean(), mean_coord_loss=h["loss"].mean(),
-      idle_mean=h["iota"].mean(), idle_median=np.median(h["iota"]),
-      agree_pre=h["u"][pre].mean(), agree_post=h["u"][~pre].mean(),
-      post_revenue=h["revenue"][post].sum(), post_discovery=h["discovery"][post].sum(),
-      post_output=h["y"][post].mean(), post_coord_loss=h["loss"][post].mean())
+  return figures(h, k)
 
 
 # ---------------------------------------------------------------------------------------------
