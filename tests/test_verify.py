@@ -148,6 +148,15 @@ def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   assert receipts.verify(copy, root, "seed").ok
   (copy / "timing.json").write_text(json.dumps({"latency_ratio": {"mean": 2.5, "ci": [2.4, 2.6], "n": 16}}))
   assert not receipts.verify(copy, root, "seed").ok
+  # Absolute seconds move with the machine's state (both systems alike): shown, unchecked; ratios judged.
+  seconds = lambda s, ratio: {"pager": {"question": {"mean": s, "ci": [0.98 * s, 1.02 * s], "n": 16}},
+                              "cpu_ratio": {"mean": ratio, "ci": [ratio - 0.1, ratio + 0.1], "n": 16}}
+  (root / "hidden_gems" / "smoke" / "timing.json").write_text(json.dumps(seconds(0.0060, 2.9)))
+  (copy / "timing.json").write_text(json.dumps(seconds(0.0055, 2.95)))
+  result = receipts.verify(copy, root, "seed")
+  assert result.ok and [c.ok for c in result.checks if c.name == "pager.question"] == [None]
+  (copy / "timing.json").write_text(json.dumps(seconds(0.0055, 2.5)))
+  assert [c.name for c in receipts.verify(copy, root, "seed").failures] == ["cpu_ratio"]
 
 
 def test_report_verdicts_are_read_from_its_tables():
