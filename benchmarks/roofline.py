@@ -166,12 +166,8 @@ def _calls(n: int, m, block: int) -> list[tuple[int, np.ndarray]]:
 
   if block == 0:
     return [(mesh.padded_size(n, m, 0), np.ones(m.size, np.int32))]
-  calls, start = [], 0
-  for blocks in mesh.call_blocks(n, m, block):
-    stop = min(n, start + m.size * blocks * block)
-    calls.append((m.size * blocks * block, mesh._layout(stop - start, m, block, blocks)[2]))
-    start = stop
-  return calls
+  return [(m.size * blocks * block, (-(-counts // block)).astype(np.int32))
+          for _, blocks, _, counts in mesh.calls(n, m, block)]
 
 
 def program_figures(module: str, size: str, repeats: int) -> dict:

@@ -7,8 +7,9 @@ calls of a few fixed sizes (one compiled program serves sweeps of many sizes), e
 whole blocks per device (padded with copies of a real row, so padding never feeds a computation
 values it could not see), sharded over the mesh axis `runs`, computed with `shard_map` so each
 device runs `fn` on its own rows, block by block (blocks of padding are skipped), gathered back
-to every host as NumPy and unpadded. Because each row's randomness comes from its own key and every row is computed by the
-same code, the result does not depend on how many devices or processes there are.
+to every host as NumPy and unpadded. Because each row's randomness comes from its own key and
+every row is computed by the same code, the result does not depend on how many devices or
+processes there are.
 
 **Training.** `training_mesh(config.mesh)` lays every device of every process out as
 (data, fsdp, tensor): batch rows are split over data x fsdp, parameters and optimizer state are
@@ -311,15 +312,19 @@ def call_blocks(n: int, mesh: Mesh, block: int) -> list[int]:
   return [MAX_BLOCKS] * full + bucket
 
 
-def _layout(n: int, mesh: Mesh, block: int, blocks: int):
-  """Where n real rows go in a call of `blocks` blocks per device: each device takes whole blocks
-  of consecutive rows, as evenly as the blocks allow, at its slice's start (so row i keeps lane
-  i % block). Returns per-device (first row, row count) and the blocks each device computes."""
-  per = -(-n // (mesh.size * block)) * block            # rows per device, whole blocks
-  starts = np.minimum(np.arange(mesh.size) * per, n)
-  counts = np.minimum(starts + per, n) - starts
-  assert per <= blocks * block, (n, blocks, block)
-  return starts, counts, (-(-counts // block)).astype(np.int32)
+def calls(n: int, mesh: Mesh, block: int) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+  """The calls `map_runs` makes for n rows (block > 0): (first row, blocks per device, each device's
+  first row within the call, each device's row count). Each device takes whole blocks of
+  consecutive rows, as evenly as the blocks allow, at its slice's start (so row i keeps lane
+  i % block); it computes ceil(count / block) blocks."""
+  out, start = [], 0
+  for blocks in call_blocks(n, mesh, block):
+    m = min(n, start + mesh.size * blocks * block) - start
+    per = -(-m // (mesh.size * block)) * block            # rows per device, whole blocks
+    starts = np.minimum(np.arange(mesh.size) * per, m)
+    out.append((start, blocks, starts, np.minimum(starts + per, m) - starts))
+    start += m
+  return out
 
 
 def map_runs(fn: Callable, runs, mesh: Mesh | None = None, block: int = 32):
@@ -339,18 +344,16 @@ def map_runs(fn: Callable, runs, mesh: Mesh | None = None, block: int = 32):
     count = np.ones(mesh.size, np.int32)
     out = program(shard_rows(pad_rows(runs, size), mesh), shard_rows(count, mesh))
     return jax.tree.map(lambda x: x[:n], gather_rows(out))
-  calls, start = [], 0
-  for blocks in call_blocks(n, mesh, block):        # every call dispatched before any is gathered
-    stop = min(n, start + mesh.size * blocks * block)
-    starts, counts, count = _layout(stop - start, mesh, block, blocks)
+  outs = []
+  for start, blocks, starts, counts in calls(n, mesh, block):   # every call dispatched before any is gathered
     slot = blocks * block
     at = np.arange(slot)
     index = np.where(at < counts[:, None], start + starts[:, None] + at, start).ravel()
     rows = jax.tree.map(lambda x: np.asarray(x)[index], runs)   # padding: copies of the call's first row
-    calls.append((counts, slot, program(shard_rows(rows, mesh), shard_rows(count, mesh))))
-    start = stop
+    count = (-(-counts // block)).astype(np.int32)
+    outs.append((counts, slot, program(shard_rows(rows, mesh), shard_rows(count, mesh))))
   parts = []
-  for counts, slot, out in calls:
+  for counts, slot, out in outs:
     out = gather_rows(out)
     parts += [jax.tree.map(lambda x: x[d * slot:d * slot + c], out) for d, c in enumerate(counts) if c]
   return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
