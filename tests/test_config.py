@@ -80,3 +80,16 @@ def test_differences_read_config_json_as_written():
   assert config_lib.differences(written, smoke) == []
   repro = config_lib.load("configs/org_forms.py:repro", validate=_validate)
   assert config_lib.differences(written, repro) == ["block", "chunk_size", "seeds", "sweep_seeds", "variant"]
+
+
+def test_derive_sets_dotted_fields_in_a_copy_and_refuses_unknown_ones():
+  base = config_lib.load("configs/org_forms.py:smoke", validate=_validate)
+  run = config_lib.derive(base, {"seeds": 5, "grid.coord_shares": [0.25, 0.5]})
+  assert run.seeds == 5 and run.grid.coord_shares == (0.25, 0.5)
+  assert config_lib.differences(base, run) == ["grid.coord_shares", "seeds"]      # the original is untouched
+  with pytest.raises(config_lib.ConfigError, match=r"config\.grid\.nope: no such field"):
+    config_lib.derive(base, {"grid.nope": 1})
+  with pytest.raises(config_lib.ConfigError, match=r"config\.seeds\.inner: no such field"):
+    config_lib.derive(base, {"seeds.inner": 1})
+  with pytest.raises(config_lib.ConfigError, match=r"config\.seeds: expected int"):
+    config_lib.derive(base, {"seeds": "many"})          # a locked config keeps its types

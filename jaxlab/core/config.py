@@ -10,6 +10,7 @@ command line, or the file and line that set it.
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import difflib
 import importlib.util
@@ -55,6 +56,27 @@ def get(config: ml_collections.ConfigDict, field: str) -> Any:
   for part in field.split("."):
     node = node[part]
   return node
+
+
+def derive(config: ml_collections.ConfigDict, changes: dict[str, Any]) -> ml_collections.ConfigDict:
+  """A copy of `config` with each dotted field of `changes` set: how a study makes the config of
+  one of its runs (the run's own config.json then says exactly what it ran). The original is left
+  as it was; a field the config does not have is a ConfigError, as an override's would be."""
+  derived = copy.deepcopy(config)
+  for field, value in changes.items():
+    *path, leaf = field.split(".")
+    node = derived
+    for part in path:
+      node = node[part] if part in node else None
+      if not isinstance(node, ml_collections.ConfigDict):
+        raise ConfigError(field, "no such field to derive a run's config from")
+    if leaf not in node:
+      raise ConfigError(field, "no such field to derive a run's config from")
+    try:
+      node[leaf] = tuple(value) if isinstance(value, list) else value
+    except (TypeError, ValueError) as e:
+      raise ConfigError(field, f"expected {type(node[leaf]).__name__}, got {value!r} ({e})") from None
+  return derived
 
 
 # Small predicates for `require`, so experiments do not each keep their own copy.

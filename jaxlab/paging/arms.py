@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import to_dict
+from jaxlab.core.config import derive, to_dict
 from jaxlab.paging import analysis, metrics, pipeline, reporting as pager_report, selective
 
 # arm: the config fields it changes.
@@ -43,12 +43,8 @@ TEXT_BUFFER = {
 
 
 def arm_config(config, changes: dict):
-  c = copy.deepcopy(config)
-  c.mode = "compare"
-  for field, value in changes.items():
-    section, name = field.split(".")
-    c[section][name] = config.arms.text_buffer_rank if value is None else value
-  return c
+  rank = config.arms.text_buffer_rank
+  return derive(config, {"mode": "compare", **{f: rank if v is None else v for f, v in changes.items()}})
 
 
 def runs(config) -> dict[str, dict]:

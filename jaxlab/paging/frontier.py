@@ -24,7 +24,6 @@ reported against compression ratio.
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from jaxlab.core import report as report_lib
+from jaxlab.core.config import derive
 from jaxlab.core.stats import describe, paired_bootstrap
 from jaxlab.paging import analysis, data, encoders, metrics, pipeline, pretrain, pretrain_report, timing
 
@@ -69,22 +69,17 @@ def name(pt: dict) -> str:
 
 def point_config(config, pt: dict, mode: str = "compare"):
   """The run's config for one point: its pager settings and the frontier's budget and data."""
-  c = copy.deepcopy(config)
-  f = c.frontier
-  c.mode = mode
-  c.pages.hidden_layers = tuple(pt["hidden_layers"])
-  c.pager.encoder, c.pager.depth, c.pager.init = pt["encoder"], pt["depth"], ""
+  f = config.frontier
+  changes = {"mode": mode, "pages.hidden_layers": tuple(pt["hidden_layers"]), "pager.encoder": pt["encoder"],
+             "pager.depth": pt["depth"], "pager.init": "",
+             "data.num_train": f.num_train, "data.num_validation": f.num_validation, "data.num_test": f.num_test,
+             "train.steps": f.train_steps, "train.eval_every": max(1, f.train_steps // 4),
+             "pretrain.steps": f.pretrain_steps, "pretrain.eval_every": max(1, f.pretrain_steps // 2)}
   if encoders.get(pt["encoder"]).stored_states:
-    c.pager.dropout = 0.1
-    c.sufficiency.enabled = config.sufficiency.enabled
+    changes["pager.dropout"] = 0.1
   else:
-    c.pager.slots_per_chunk = pt["slots_per_chunk"]
-  c.data.update(dict(num_train=f.num_train, num_validation=f.num_validation, num_test=f.num_test))
-  c.train.steps = f.train_steps
-  c.train.eval_every = max(1, f.train_steps // 4)
-  c.pretrain.steps = f.pretrain_steps
-  c.pretrain.eval_every = max(1, f.pretrain_steps // 2)
-  return c
+    changes["pager.slots_per_chunk"] = pt["slots_per_chunk"]
+  return derive(config, changes)
 
 
 def validation_scores(rows: list[dict], system: str, abstain: str) -> dict:

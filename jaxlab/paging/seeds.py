@@ -18,7 +18,6 @@ are the bar's parts judged over seeds.
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import to_dict
+from jaxlab.core.config import derive, to_dict
 from jaxlab.core.stats import describe, nested_bootstrap
 from jaxlab.paging import analysis, metrics, pipeline, reporting as pager_report, selective
 
@@ -50,10 +49,7 @@ def seed_coverage_margin(conf: np.ndarray, util: np.ndarray, text_conf: np.ndarr
 
 def seed_config(config, seed: int):
   """The `compare` config of one training seed."""
-  c = copy.deepcopy(config)
-  c.mode = "compare"
-  c.train.seed = int(seed)
-  return c
+  return derive(config, {"mode": "compare", "train.seed": int(seed)})
 
 
 def seed_dir(workdir: Path, seed: int) -> Path:
