@@ -105,11 +105,13 @@ def gpu():
 
 
 def scores():
-  """cpu with every registered curiosity score, and the settings of replay and the distractor in reach of
-  an override (`--config.learner.replay=stage`, `--config.distractor.share=0.25`); not yet run."""
+  """cpu with every registered curiosity score, and the settings of replay, the curriculum's signal and the
+  distractor in reach of an override (`--config.learner.replay=stage`, `--config.curriculum.signal=heldout`,
+  `--config.distractor.share=0.25`)."""
   c = cpu()
   c.regimes = ("curiosity", "progress", "random", "fixed_order", "disagreement", "gamma_progress")
   c.learner.replay = "ring"          # "stage": an equal part of the buffer per stage
+  c.curriculum.signal = "play"       # "heldout": every stage's error on monitor transitions (curriculum.py)
   c.curiosity.update(dict(ensemble=4, bootstrap=0.5, gamma=0.95))
   c.distractor = ml_collections.ConfigDict(dict(share=0.0, noise=1.0))   # share of the action space; std in units
   c.eval.probes = c.eval.probes + ("rubber_shatters",)   # a fifth probe, on a material no other probe uses
@@ -117,12 +119,14 @@ def scores():
 
 
 def scores_smoke():
-  """scores at the smoke variant's size, with stage-balanced replay and a distractor on a quarter of the actions."""
+  """scores at the smoke variant's size, with stage-balanced replay, the held-out curriculum signal and a
+  distractor on a quarter of the actions."""
   c = scores()
   small = smoke()
   for section in ("play", "model", "curriculum", "eval", "render"):
     c[section] = small[section]
   c.seeds = small.seeds
+  c.curriculum.signal = "heldout"
   c.learner.update(dict(replay_size=256, replay_batch=16, updates_per_round=1, replay="stage"))
   c.curiosity.update(dict(candidates=4, ensemble=2))
   c.distractor.share = 0.25

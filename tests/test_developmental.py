@@ -11,6 +11,7 @@ of compilation out with the rest). The physics itself is tests/test_physics.py's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -288,6 +289,28 @@ def test_curriculum_advances_on_threshold_and_plateau():
   assert int(fixed.stage) == 2 and fixed.mastered_at.tolist()[:2] == [200, 500]
   last, _ = episodes(curriculum.init(4)._replace(stage=jnp.int32(3)), [0.1, 0.1, 0.1], True)
   assert bool(last.review) and int(last.stage) == 1            # review: the stages take turns
+
+
+def test_the_heldout_signal_sees_every_stage_and_reviews_the_one_forgotten():
+  """With `signal = "heldout"` the averages move for every stage at each monitor evaluation, a
+  stage is not mastered before it is measured, and review plays the stage whose held-out error
+  moves most (a forgotten one, rising), not the next in turn."""
+  cfg = curriculum.CurriculumConfig(threshold=(0.7,) * 4, plateau=0.05, min_episodes=1, signal="heldout")
+  end = jax.jit(curriculum.end_episode, static_argnames="cfg")
+  watch = jax.jit(curriculum.observe_stages, static_argnames="cfg")
+  c = end(curriculum.observe(curriculum.init(4), jnp.float32(0.1)), 100, True, 0, 40, cfg)
+  assert int(c.stage) == 0 and c.mastered_at.tolist() == [-1] * 4            # nothing measured yet
+  c = watch(c, jnp.array([1.0, 2.0, np.nan, 4.0], jnp.float32), cfg)
+  assert c.fast.tolist() == c.slow.tolist() == [1.0, 2.0, 0.0, 4.0]           # first errors start both; NaN: kept
+  c = watch(c, jnp.array([0.2, 2.0, 3.0, 4.0], jnp.float32), cfg)
+  assert np.allclose(c.fast, [0.6, 2.0, 3.0, 4.0]) and np.allclose(c.slow, [0.8, 2.0, 3.0, 4.0])
+  c = end(curriculum.observe(c, jnp.float32(9.0)), 200, True, 1, 40, cfg)     # the episode's own error is not read
+  assert int(c.stage) == 1 and c.mastered_at.tolist() == [200, -1, -1, -1]
+  reviewing = c._replace(review=jnp.bool_(True), stage=jnp.int32(3), fast=jnp.full(4, 0.3), slow=jnp.full(4, 0.3))
+  forgot = watch(reviewing, jnp.array([0.3, 0.3, 1.5, 0.3], jnp.float32), cfg)   # stage 2's error rises again
+  assert int(end(forgot, 300, True, 2, 40, cfg).stage) == 2
+  play = dataclasses.replace(cfg, signal="play")
+  assert int(end(forgot, 300, True, 2, 40, play).stage) == 0                  # the play signal: the next in turn
 
 
 def test_padding_and_materials(config, pieces):

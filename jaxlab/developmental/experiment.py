@@ -67,6 +67,8 @@ def validate(config) -> None:
     require(config, "curiosity.bootstrap", lambda v: 0 < v <= 1, "a probability in (0, 1]")
   if "gamma" in config.curiosity:
     require(config, "curiosity.gamma", lambda v: 0 <= v < 1, "in [0, 1)")
+  if "signal" in config.curriculum:
+    require(config, "curriculum.signal", lambda v: v in curriculum.SIGNALS, f"one of {curriculum.SIGNALS}")
   if "distractor" in config:
     require(config, "distractor.share", lambda v: 0 <= v <= 1, "a share of the action space in [0, 1]")
     require(config, "distractor.noise", is_non_negative, "non-negative (units of the stage's state change)")
@@ -223,7 +225,9 @@ def run(config, workdir):
     from jaxlab.developmental.play import Driver
   else:
     from jaxlab.developmental.fused import Driver
-  driver = Driver(config, population, flags, table["seed"], pcfg, heldout)
+  monitor = (evaluation.scene_set(config, pcfg, dims, keys_lib.MONITOR) if lcfg.curriculum.signal == "heldout"
+             else None)                      # the curriculum's own held-out transitions, apart from the evaluation's
+  driver = Driver(config, population, flags, table["seed"], pcfg, heldout, monitor=monitor)
   # Runs of one seed index start from the same weights (paired comparisons across regimes).
   init_keys = keys_lib.round_keys(keys_lib.root(config.seed), table["seed"], 0, keys_lib.INIT)
   t_play = time.perf_counter()

@@ -75,9 +75,10 @@ class Fused:
   padded held-out batch every run is evaluated on."""
 
   def __init__(self, learner, world, heldout: batch_lib.Batch, *, seed: int, envs: int, rounds: int,
-               episodes_per_chunk: int, eval_every: int, n_episodes: int, mesh=None):
+               episodes_per_chunk: int, eval_every: int, n_episodes: int, mesh=None, monitor=None):
     self.learner, self.world = learner, world
     self.heldout = jax.tree.map(jnp.asarray, heldout)
+    self.monitor = None if monitor is None else jax.tree.map(jnp.asarray, monitor)
     self.seed, self.envs, self.rounds = seed, envs, rounds
     self.per_chunk, self.eval_every, self.n_episodes = episodes_per_chunk, eval_every, n_episodes
     self.mesh = mesh
@@ -111,6 +112,8 @@ class Fused:
     def block(carry, first):
       carry, (metrics, stages) = jax.lax.scan(episode, carry, first + jnp.arange(self.eval_every))
       by_stage, by_material = learner.heldout(carry[0], self.heldout)
+      if self.monitor is not None:           # the curriculum's `heldout` signal
+        carry = (learner.monitor(carry[0], self.monitor), carry[1])
       return carry, (metrics, stages, by_stage, by_material)
 
     firsts = row["first"] + self.eval_every * jnp.arange(self.per_chunk // self.eval_every)
@@ -137,13 +140,13 @@ class Driver:
   """The MJX backend behind the experiment's chunk loop (experiment.py): the population's state
   crosses to the host once per chunk (map_runs gathers it), where it is checkpointed."""
 
-  def __init__(self, config, population, flags, seed_index, physics_config, heldout, mesh=None):
+  def __init__(self, config, population, flags, seed_index, physics_config, heldout, mesh=None, monitor=None):
     p = config.play
     self.pop, self.flags, self.seed_index = population, flags, np.asarray(seed_index, np.int32)
     world = MjxWorld(physics_config, p.envs, population.learner.dims)
     self.fused = Fused(population.learner, world, heldout, seed=config.seed, envs=p.envs,
                        rounds=p.episode_rounds, episodes_per_chunk=p.episodes_per_chunk, eval_every=p.eval_every,
-                       n_episodes=p.episodes, mesh=mesh)
+                       n_episodes=p.episodes, mesh=mesh, monitor=monitor)
 
   def init(self, keys, scale):
     return self.pop.host(self.pop.init(keys, scale))

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import jax
 
-TRAIN, HELDOUT, PROBE, CALIBRATION = 0, 1, 2, 3   # scene streams: training never sees the others' scenes
+TRAIN, HELDOUT, PROBE, CALIBRATION, MONITOR = 0, 1, 2, 3, 4   # scene streams: training never sees the others'
+                                                              # scenes; MONITOR: the curriculum's held-out signal
 ACT, LEARN, INIT = 0, 1, 2                         # uses of a round's key (INIT: the initial weights)
 _SCENES, _ROUNDS = 0, 1
 

@@ -224,6 +224,13 @@ class Learner:
     return by_stage, by_material
 
 
+  def monitor(self, state: State, monitor: Batch) -> State:
+    """The `heldout` curriculum signal: every stage's error on the monitor transitions, folded
+    into the curriculum's averages (curriculum.observe_stages)."""
+    by_stage, _ = self.heldout(state, monitor)
+    return state._replace(curr=curriculum.observe_stages(state.curr, by_stage, self.cfg.curriculum))
+
+
 @functools.lru_cache(maxsize=None)
 def learner(dims: Dims, cfg: LearnerConfig, action_dims: tuple[int, ...]) -> Learner:
   return Learner(dims, cfg, action_dims)

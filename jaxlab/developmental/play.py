@@ -125,11 +125,12 @@ class Driver:
   """The C backend behind the experiment's chunk loop (experiment.py): the population's state
   lives on the devices, sharded by run; `play` plays a chunk of episodes with evaluations."""
 
-  def __init__(self, config, population, flags, seed_index, physics_config, heldout):
+  def __init__(self, config, population, flags, seed_index, physics_config, heldout, monitor=None):
     self.config, self.pop = config, population
     self.worlds = Worlds(physics_config, population.n, config.play.envs)
     self.game = Play(config, population, population.rows(flags), seed_index, self.worlds)
     self.heldout = jax.tree.map(jnp.asarray, heldout)
+    self.monitor = None if monitor is None else jax.tree.map(jnp.asarray, monitor)
 
   def init(self, keys, scale):
     return self.pop.init(keys, scale)
@@ -149,6 +150,8 @@ class Driver:
       stages.append(stage)
       if (ep + 1) % self.config.play.eval_every == 0:
         evals.append(self.pop.heldout(state, self.heldout))
+        if self.monitor is not None:         # the curriculum's `heldout` signal
+          state = self.pop.monitor(state, self.monitor)
     logs = {k: np.concatenate([m[k] for m in rounds], 1) for k in rounds[0]}     # [runs, rounds]
     logs.update(stage=np.stack(stages, 1), eval_stage=np.stack([e[0] for e in evals], 1),
                 eval_material=np.stack([e[1] for e in evals], 1))

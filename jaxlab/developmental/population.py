@@ -36,6 +36,8 @@ class Population:
                                      out_specs=rows))
     self._heldout = jax.jit(program(jax.vmap(learner.heldout, in_axes=(0, None)), in_specs=(rows, shared),
                                     out_specs=rows))
+    self._monitor = jax.jit(program(jax.vmap(learner.monitor, in_axes=(0, None)), in_specs=(rows, shared),
+                                    out_specs=rows), donate_argnums=0)
 
   def rows(self, tree):
     """Host rows of the n runs -> padded global arrays sharded by run."""
@@ -67,3 +69,7 @@ class Population:
 
   def heldout(self, state, heldout):
     return self.host(self._heldout(state, heldout))
+
+  def monitor(self, state, monitor):
+    """The state with every stage's monitor error folded into its curriculum (the old state is donated)."""
+    return self._monitor(state, monitor)
