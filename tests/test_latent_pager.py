@@ -26,6 +26,7 @@ from jaxlab.paging import (data, experiment, generation, metrics, model as model
                            pretrain, selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
+from jaxlab.paging.spec import PagerSpec
 
 
 # ----------------------------------------------------------------------------- modules
@@ -122,7 +123,7 @@ def _slots_config(**pager):
 
 def test_direct_soft_tokens_right_align_real_pages_after_null_pages():
   c = _slots_config(slots_per_chunk=2, depth=0)
-  m = model_lib.PagerModel(c, 8, 1.0)
+  m = model_lib.PagerModel(PagerSpec.of(c), 8, 1.0)
   pages_ = jax.random.normal(jax.random.key(0), (2, 3, 2, 8))
   page_mask = jnp.array([[True, True, True], [True, False, False]])
   soft = np.asarray(m.soft_from_pages(pages_, page_mask))
@@ -137,7 +138,7 @@ def test_direct_soft_tokens_right_align_real_pages_after_null_pages():
 
 def test_aggregated_soft_tokens_have_the_configured_count():
   c = _slots_config(slots_per_chunk=2, depth=1, num_soft_tokens=5)
-  m = model_lib.PagerModel(c, 8, 1.0)
+  m = model_lib.PagerModel(PagerSpec.of(c), 8, 1.0)
   soft = m.soft_from_pages(jnp.ones((2, 3, 2, 8)), jnp.array([[True] * 3, [True, False, False]]))
   assert soft.shape == (2, 5, 8) and not hasattr(m, "null")
 
@@ -407,7 +408,7 @@ def test_autoencoding_loss_falls_and_the_encoder_ships(run, tiny_lm):
   # starts at zero, so the bridged LM answers as the frozen one (to the rounding of another program).
   assert config.pager.decoder_lora_rank > 0 and not any(path[0] == "bridge" for path in state)
   lm = checkpoint_io.load(tiny_lm)
-  model = pager_lib.build(config, lm)
+  model = pager_lib.build(PagerSpec.of(config), lm)
   b = [v.get_value() for path, v in nnx.to_flat_state(nnx.state(model.bridge)) if path[-1] == "lora_b"]
   assert b and all(not np.any(np.asarray(x)) for x in b)
   ids = jnp.arange(1, 13, dtype=jnp.int32).reshape(2, 6)

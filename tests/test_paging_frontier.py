@@ -11,6 +11,7 @@ from flax import nnx
 
 from jaxlab.core import config as config_lib
 from jaxlab.paging import experiment, frontier, model as model_lib, pager as pager_lib, pipeline, train
+from jaxlab.paging.spec import PagerSpec
 from tests.test_latent_pager import _lm_params, _load, tiny_lm_folder
 
 
@@ -78,7 +79,7 @@ def test_icae_adapters_train_apart_from_the_frozen_lm(tiny_lm, tmp_path):
   lm = checkpoint_io.load(tiny_lm)
   config = config_lib.load("configs/latent_pager.py:smoke", [
       "--config.pager.encoder=icae", "--config.pager.lora_rank=2", "--config.pager.decoder_lora_rank=2"])
-  model = pager_lib.build(config, lm)
+  model = pager_lib.build(PagerSpec.of(config), lm)
   lora = nnx.state(model, nnx.LoRAParam)
   assert {p[0] for p, _ in nnx.to_flat_state(lora)} == {"encoder", "bridge"}
   graphdef, params = nnx.split(model)
@@ -109,7 +110,7 @@ def test_pooled_arm_initialises_as_the_published_pager():
   from jaxlab.paging.modules import Pager
 
   config = config_lib.load("configs/latent_pager.py:repro")
-  model = model_lib.PagerModel(config, 128, 1.0)
+  model = model_lib.PagerModel(PagerSpec.of(config), 128, 1.0)
   p = config.pager
   old = Pager(4, 128, compressor_hidden=p.compressor_hidden, d_page=p.d_page, num_soft_tokens=p.num_soft_tokens,
               depth=p.depth, heads=p.heads, ffn=p.ffn, dropout_rate=p.dropout, rngs=nnx.Rngs(config.seed))

@@ -169,7 +169,7 @@ class Kind:
   """One page encoder, as every part of the pipeline reads it (the model, the page inputs, the
   timing, pretraining's checks and the frontier's sweep): a new encoder is one `register` call."""
   name: str
-  build: Callable | None         # (config, lm, d_lm, embed_rms, rngs) -> the per-chunk encoder module
+  build: Callable | None         # (spec.PagerSpec, lm, d_lm, embed_rms, rngs) -> the per-chunk encoder module
   stored_states: bool = False    # reads the LM's pooled chunk states from the page store (the published
                                  # `pooled`, whose whole pager `modules.Pager` is); else the chunks' token ids
   runs_lm: bool = False          # runs the frozen LM on the chunk itself (gets no hidden states)
@@ -198,10 +198,9 @@ def names() -> tuple[str, ...]:
 
 
 def _slots(pointer: bool):
-  def build(config, lm, d_lm, embed_rms, rngs):
-    p, pages = config.pager, config.pages
-    return SlotEncoder(len(pages.hidden_layers), d_lm, pages.chunk_tokens, p.slots_per_chunk, p.encoder_depth,
-                       p.heads, p.ffn, p.dropout, embed_rms, pointer, rngs=rngs)
+  def build(spec, lm, d_lm, embed_rms, rngs):
+    return SlotEncoder(len(spec.hidden_layers), d_lm, spec.chunk_tokens, spec.slots_per_chunk, spec.encoder_depth,
+                       spec.heads, spec.ffn, spec.dropout, embed_rms, pointer, rngs=rngs)
   return build
 
 
@@ -210,9 +209,9 @@ SLOT_FIELDS = ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "p
 register(Kind("pooled", None, stored_states=True))
 register(Kind("slots", _slots(False), fields=SLOT_FIELDS, frontier_counts="slots_per_chunk"))
 register(Kind("pointer", _slots(True), reads_embeds=True, fields=SLOT_FIELDS, frontier_counts="pointer_slots_per_chunk"))
-register(Kind("mean", lambda config, lm, d_lm, embed_rms, rngs: MeanEncoder(
-    len(config.pages.hidden_layers), d_lm, config.pager.slots_per_chunk, embed_rms, rngs=rngs),
+register(Kind("mean", lambda spec, lm, d_lm, embed_rms, rngs: MeanEncoder(
+    len(spec.hidden_layers), d_lm, spec.slots_per_chunk, embed_rms, rngs=rngs),
               fields=("pager.slots_per_chunk", "pages.hidden_layers"), frontier_counts="slots_per_chunk"))
-register(Kind("icae", lambda config, lm, d_lm, embed_rms, rngs: IcaeEncoder(
-    lm, config.pager.slots_per_chunk, config.pager.lora_rank, embed_rms, rngs=rngs), runs_lm=True,
+register(Kind("icae", lambda spec, lm, d_lm, embed_rms, rngs: IcaeEncoder(
+    lm, spec.slots_per_chunk, spec.lora_rank, embed_rms, rngs=rngs), runs_lm=True,
               fields=("pager.slots_per_chunk", "pager.lora_rank"), frontier_counts="icae_slots_per_chunk"))

@@ -43,13 +43,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxlab.paging import encoders, modules
-
-
-def training_seed(config) -> int:
-  """The pager's training seed: `train.seed`, or the run's `seed` when it is -1 (the default: one
-  seed then fixes the data and the training)."""
-  s = config.train.get("seed", -1)
-  return config.seed if s < 0 else s
+from jaxlab.paging.spec import PagerSpec
 
 
 class SufficiencyHead(nnx.Module):
@@ -65,30 +59,29 @@ class SufficiencyHead(nnx.Module):
 
 
 class PagerModel(nnx.Module):
-  def __init__(self, config, d_lm: int, embed_rms: float, lm=None):
-    p, pages = config.pager, config.pages
-    self.kind = p.encoder
-    kind = encoders.get(p.encoder)
-    num_layers = len(pages.hidden_layers)
+  def __init__(self, spec: PagerSpec, d_lm: int, embed_rms: float, lm=None):
+    self.kind = spec.encoder
+    kind = encoders.get(spec.encoder)
     if kind.stored_states:
-      self.pooled = modules.Pager(num_layers, d_lm, compressor_hidden=p.compressor_hidden, d_page=p.d_page,
-                                  num_soft_tokens=p.num_soft_tokens, depth=p.depth, heads=p.heads, ffn=p.ffn,
-                                  dropout_rate=p.dropout, rngs=nnx.Rngs(training_seed(config)))
-    rngs = nnx.Rngs(training_seed(config) + 1)
-    self.hidden_layers = tuple(pages.hidden_layers)
+      self.pooled = modules.Pager(len(spec.hidden_layers), d_lm, compressor_hidden=spec.compressor_hidden,
+                                  d_page=spec.d_page, num_soft_tokens=spec.num_soft_tokens, depth=spec.depth,
+                                  heads=spec.heads, ffn=spec.ffn, dropout_rate=spec.dropout,
+                                  rngs=nnx.Rngs(spec.seed))
+    rngs = nnx.Rngs(spec.seed + 1)
+    self.hidden_layers = spec.hidden_layers
     if kind.build is not None:
-      self.encoder = kind.build(config, lm, d_lm, embed_rms, rngs)
+      self.encoder = kind.build(spec, lm, d_lm, embed_rms, rngs)
     if not kind.stored_states:
-      if p.depth > 0:
-        self.aggregator = modules.PageAggregator(d_lm, d_lm, p.num_soft_tokens, p.depth, p.heads, p.ffn, p.dropout,
-                                                 rngs=rngs)
+      if spec.depth > 0:
+        self.aggregator = modules.PageAggregator(d_lm, d_lm, spec.num_soft_tokens, spec.depth, spec.heads, spec.ffn,
+                                                 spec.dropout, rngs=rngs)
       else:
-        self.null = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (p.slots_per_chunk, d_lm)))
+        self.null = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (spec.slots_per_chunk, d_lm)))
       self.marks = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (2, d_lm)))
-    if config.sufficiency.enabled:
-      self.sufficiency = SufficiencyHead(d_lm, config.sufficiency.hidden, rngs=rngs)
-    if p.decoder_lora_rank:
-      self.bridge = encoders.lora_adapters(lm, p.decoder_lora_rank, rngs.params())
+    if spec.sufficiency:
+      self.sufficiency = SufficiencyHead(d_lm, spec.sufficiency_hidden, rngs=rngs)
+    if spec.decoder_lora_rank:
+      self.bridge = encoders.lora_adapters(lm, spec.decoder_lora_rank, rngs.params())
 
   def decoder(self, lm):
     """The LM that answers: the frozen LM, or with the pager's own LoRA bridge attached."""

@@ -27,6 +27,7 @@ from flax import nnx
 
 from jaxlab.paging import encoders, generation, pages, programs
 from jaxlab.paging.model import PagerModel
+from jaxlab.paging.spec import PagerSpec
 
 
 def embed_rms(lm) -> float:
@@ -34,8 +35,8 @@ def embed_rms(lm) -> float:
   return float(jnp.sqrt(jnp.mean(jnp.square(lm.model.embed_tokens.embedding[...].astype(jnp.float32)))))
 
 
-def build(config, lm) -> PagerModel:
-  return PagerModel(config, lm.cfg.hidden_size, embed_rms(lm), lm)
+def build(spec: PagerSpec, lm) -> PagerModel:
+  return PagerModel(spec, lm.cfg.hidden_size, embed_rms(lm), lm)
 
 
 class Documents:

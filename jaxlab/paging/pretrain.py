@@ -41,6 +41,7 @@ from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
 from jaxlab.paging import encoders, pager as pager_lib, pages
+from jaxlab.paging.spec import PagerSpec
 from jaxlab.paging.train import Split  # the QA rows of the pager, here on pretraining documents
 
 # The parts of a PagerModel that pretraining trains and exports.
@@ -184,7 +185,7 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
   width = max(train_docs.width(per_row), held_out.width(1))
   replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   lm_graphdef, lm_state = nnx.split(lm)
-  graphdef, params = nnx.split(pager_lib.build(config, lm))
+  graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(config), lm))
   params = jax.device_put(params, replicated)
   schedule = optax.warmup_cosine_decay_schedule(0.0, p.learning_rate, max(p.warmup_steps, 1),
                                                 max(p.steps, p.warmup_steps + 1), end_value=0.1 * p.learning_rate)

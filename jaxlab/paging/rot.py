@@ -23,11 +23,12 @@ from jaxlab.core import checkpoint, report as report_lib, train as train_lib
 from jaxlab.core.config import from_dict, repo_path, to_dict
 from jaxlab.core.stats import describe
 from jaxlab.paging import analysis, data, metrics, pager as pager_lib, pipeline, train
+from jaxlab.paging.spec import PagerSpec
 
 
 def trained_pager(pager_config, setup, pager_workdir: Path) -> dict:
   """The best-by-validation-F1 pager of a finished compare run, restored from its checkpoints."""
-  graphdef, params = nnx.split(pager_lib.build(pager_config, setup.lm))
+  graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(pager_config), setup.lm))
   # Restored where training kept it: replicated over the mesh, beside the frozen LM's state.
   params = jax.device_put(params, jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec()))
   fingerprint = checkpoint.fingerprint({k: to_dict(pager_config)[k] for k in train.FINGERPRINT_FIELDS

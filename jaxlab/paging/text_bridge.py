@@ -44,7 +44,7 @@ from flax import nnx
 
 from jaxlab.core import checkpoint
 from jaxlab.paging import encoders, pager as pager_lib, train as train_lib
-from jaxlab.paging.model import training_seed
+from jaxlab.paging.spec import training_seed
 from jaxlab.paging.text_buffer import TextBuffer, wrap
 
 FOLDER = "text_bridge"

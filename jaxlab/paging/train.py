@@ -7,7 +7,7 @@ A row is one document's soft tokens and up to `train.questions_per_row` of its q
 published run used one question per step); rows are sharded over the mesh's batch axes (data x
 fsdp), parameters replicated (the pager is small). The step key is fold_in(seed, step) and the
 epoch order a function of (seed, epoch), so a resumed run repeats the same steps; the seed is
-`train.seed` (`model.training_seed`: the run's `seed` unless set).
+`train.seed` (`spec.training_seed`: the run's `seed` unless set).
 
 `train.steps` (when > 0) replaces `train.epochs` x the rows per epoch as the length of the run.
 Every `train.eval_every` steps (0: at the end of each epoch): the validation loss (teacher
@@ -38,7 +38,7 @@ from flax import nnx
 from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import to_dict
 from jaxlab.paging import metrics, pager as pager_lib
-from jaxlab.paging.model import training_seed
+from jaxlab.paging.spec import PagerSpec, training_seed
 
 
 def optimizer(config, total_steps: int):
@@ -159,7 +159,7 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
   check_rows(config, len(train.texts), mesh)
   width = max(train.width(per_row), val.width(1))
   lm_graphdef, lm_state = nnx.split(lm)
-  graphdef, params = nnx.split(pager_lib.build(config, lm))
+  graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(config), lm))
   if init_params is not None:
     params = load_into(params, init_params)
 
