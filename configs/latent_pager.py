@@ -49,6 +49,7 @@ def repro():
   c.experiment = "latent_pager"
   c.mode = "compare"               # compare | pretrain | frontier | rot | seeds
   c.seed = 0
+  c.imports = ()                   # modules that register more page encoders (encoders.register), imported first
   c.model = ml_collections.ConfigDict(dict(
       path="models/lm_base", dtype="float32", eos_token="<eos>", pad_token="<pad>",
       context_tokens=256))        # the LM's window: the full-context reference answers where a document fits
@@ -71,7 +72,7 @@ def repro():
       max_pages=0,                  # 0: the most chunks of any document
       store_dir="checkpoints/latent_pager_pages"))   # shared across runs; "" = WORKDIR/page_store
   c.pager = ml_collections.ConfigDict(dict(
-      encoder="pooled",             # pooled (published) | slots | icae
+      encoder="pooled",             # pooled (published) | slots | pointer | mean | icae | a registered one
       init="",                      # a pretrained encoder folder (`pretrain` exports one), or "" for none
       slots_per_chunk=16, encoder_depth=1, lora_rank=8, decoder_lora_rank=0,
       compressor_hidden=512, d_page=128, num_soft_tokens=16, depth=1, heads=4, ffn=256, dropout=0.1))

@@ -93,3 +93,11 @@ def test_derive_sets_dotted_fields_in_a_copy_and_refuses_unknown_ones():
     config_lib.derive(base, {"seeds.inner": 1})
   with pytest.raises(config_lib.ConfigError, match=r"config\.seeds: expected int"):
     config_lib.derive(base, {"seeds": "many"})          # a locked config keeps its types
+
+
+def test_an_unused_extension_field_the_older_config_lacks_is_no_difference():
+  now = config_lib.load("configs/latent_pager.py:smoke", validate=_validate)
+  older = {k: v for k, v in json.loads(json.dumps(now.to_dict())).items() if k != "imports"}
+  assert now.imports == () and config_lib.differences(older, now) == []
+  used = config_lib.derive(now, {"imports": ("my_pages",)})
+  assert config_lib.differences(older, used) == ["imports"]

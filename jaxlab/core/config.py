@@ -13,6 +13,7 @@ import ast
 import copy
 import dataclasses
 import difflib
+import importlib
 import importlib.util
 import json
 import re
@@ -77,6 +78,18 @@ def derive(config: ml_collections.ConfigDict, changes: dict[str, Any]) -> ml_col
     except (TypeError, ValueError) as e:
       raise ConfigError(field, f"expected {type(node[leaf]).__name__}, got {value!r} ({e})") from None
   return derived
+
+
+def import_modules(config, field: str = "imports") -> None:
+  """Imports the modules a config's `field` names (a tuple of module names): a user's module that
+  registers more of what a registry holds (strategies, page encoders) before the config is checked."""
+  require(config, field, lambda v: isinstance(v, (tuple, list)) and all(isinstance(m, str) for m in v),
+          "a tuple of module names")
+  for module in get(config, field):
+    try:
+      importlib.import_module(module)
+    except ImportError as e:
+      raise ConfigError(field, f"cannot import {e.name or module}: {e}") from None
 
 
 # Small predicates for `require`, so experiments do not each keep their own copy.
@@ -230,10 +243,13 @@ def fields(tree, prefix: str = "") -> dict:
 
 
 def differences(a, b) -> list[str]:
-  """The dotted fields where two configs (or their dicts, e.g. from config.json) differ."""
+  """The dotted fields where two configs (or their dicts, e.g. from config.json) differ. A field
+  one of them lacks and the other holds empty (an extension point such as `imports`, added after
+  the other was written, and unused) is no difference."""
   fa, fb = fields(a), fields(b)
   norm = lambda v: json.loads(json.dumps(v))   # as config.json holds it: tuples read back as lists
-  return [f for f in sorted(set(fa) | set(fb)) if norm(fa.get(f)) != norm(fb.get(f))]
+  unused = lambda f: (f not in fa or f not in fb) and norm(fa.get(f, fb.get(f))) in ([], "", {})
+  return [f for f in sorted(set(fa) | set(fb)) if norm(fa.get(f)) != norm(fb.get(f)) and not unused(f)]
 
 
 def to_dict(config) -> dict:

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import jax
 
-from jaxlab.core.config import (ConfigError, int_at_least, is_non_negative, is_positive, is_probability, require,
-                                require_int, tuple_of)
+from jaxlab.core.config import (ConfigError, import_modules, int_at_least, is_non_negative, is_positive, is_probability,
+                                require, require_int, tuple_of)
 from jaxlab.data import lexicon
 from jaxlab.paging import (arms, encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
                            reporting as pager_report, rot, seeds, selective)
@@ -81,7 +81,9 @@ def validate(config) -> None:
   require_int(config, "pages.batch_size", 1)
   require_int(config, "pages.max_pages", 0, "0: the most chunks of any document")
   g = config.pager
-  require(config, "pager.encoder", lambda v: v in encoders.names(), f"one of {encoders.names()}")
+  import_modules(config)
+  require(config, "pager.encoder", lambda v: v in encoders.names(),
+          f"one of {encoders.names()} (a module listed in `imports` can register more)")
   stored = encoders.get(g.encoder).stored_states
   for field in ("compressor_hidden", "d_page", "num_soft_tokens", "heads", "ffn", "slots_per_chunk",
                 "encoder_depth", "lora_rank"):

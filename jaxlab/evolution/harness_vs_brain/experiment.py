@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxlab.core import checkpoint, mesh, results, sweep as sweep_lib
 from jaxlab.core import report as report_lib
-from jaxlab.core.config import ConfigError, require, require_int
+from jaxlab.core.config import ConfigError, import_modules, require, require_int
 from jaxlab.evolution import controller, evaluation, strategies
 from jaxlab.evolution.harness_vs_brain import analysis, grid, plots, sweep
 
@@ -27,7 +27,7 @@ def _overrides(config) -> dict:
 
 def regimes(config) -> list[strategies.Regime]:
   """The config's regimes, resolved: strategy object, genome kind, params, selection."""
-  strategies.import_modules(config.imports)
+  import_modules(config)
   given = _overrides(config)
   hidden = max(config.brain_widths)
   return [strategies.resolve(name, config.population, hidden, given.get(name)) for name in config.regimes]
@@ -45,11 +45,7 @@ def validate(config) -> None:
           "a non-empty tuple of MLP widths >= 1")
   require_int(config, "chunk", 1, "generations per checkpoint")
   require_int(config, "block", 0)
-  require(config, "imports", lambda v: all(isinstance(m, str) for m in v), "a tuple of module names")
-  try:
-    strategies.import_modules(config.imports)
-  except ImportError as e:
-    raise ConfigError("imports", f"cannot import {e.name or e}: {e}") from None
+  import_modules(config)
   require(config, "regimes", lambda v: len(v) > 0 and all(isinstance(r, str) for r in v) and len(set(v)) == len(v),
           "a non-empty tuple of distinct regime names")
   for name in config.strategy_params:

@@ -24,8 +24,8 @@ strategy's params, `myopic`, or options of its factory (for evosax: `learning_ra
 """
 
 from jaxlab.evolution.strategies.registry import (EVOSAX, Entry, Regime, RegimeError, describe, entry, family_names,
-                                                  import_modules, names, population_based, register,
-                                                  register_family, resolve, unregister)
+                                                  names, population_based, register, register_family, resolve,
+                                                  unregister)
 from jaxlab.evolution.strategies.prototype_ga import N_UNIFORM, PUBLISHED, Params, PrototypeGA, State
 from jaxlab.evolution.strategies.evosax_adapter import Evosax, evosax_strategy
 
@@ -36,5 +36,5 @@ def evosax_names() -> list[str]:
 
 
 __all__ = ["EVOSAX", "Entry", "Evosax", "N_UNIFORM", "PUBLISHED", "Params", "PrototypeGA", "Regime", "RegimeError",
-           "State", "describe", "entry", "evosax_names", "evosax_strategy", "family_names", "import_modules", "names",
+           "State", "describe", "entry", "evosax_names", "evosax_strategy", "family_names", "names",
            "population_based", "register", "register_family", "resolve", "unregister"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import inspect
 import re
 from typing import Any, Callable
@@ -92,12 +91,6 @@ def entry(name: str) -> Entry:
     raise RegimeError(name, None, f"no strategy {name!r}; registered: {names()}, or evosax:ALGORITHM "
                                   "(a module that registers more can be listed in `imports`)")
   return _REGISTRY[name]
-
-
-def import_modules(modules) -> None:
-  """Imports modules that register strategies (a config's `imports`)."""
-  for module in modules:
-    importlib.import_module(module)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
