@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxlab.core import report
 from jaxlab.developmental import analysis as dev
-from jaxlab.paging import analysis as pager, reporting as pager_report
+from jaxlab.paging import bar as pager, claims as pager_claims, reporting as pager_report
 from jaxlab.paging import seeds
 
 
@@ -163,7 +163,7 @@ def _claims_inputs(peak=True):
 
 def test_peak_memory_is_shown_as_one_measurement_not_graded():
   summary, main, sc = _claims_inputs()
-  rows = pager.claims(summary, main, sc, 100, 0)
+  rows = pager_claims.claims(summary, main, sc, 100, 0)
   assert not any("memory" in r["claim"] for r in rows)
   # No claim is graded on an interval made from one measurement.
   for r in rows:

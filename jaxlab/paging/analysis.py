@@ -1,5 +1,6 @@
-"""summary.json of a latent-pager comparison (latent-pager.md; abstention and sufficiency, the
-headline, the bar, the claims); `reporting.py` writes report.md from it, `plots.py` the plots.
+"""summary.json of a latent-pager comparison (latent-pager.md; abstention and sufficiency): every
+figure and paired interval here, the headline, the bar and the targets from `bar.py`, the claims
+from `claims.py`; `reporting.py` writes report.md from it, `plots.py` the plots.
 
 Systems: the latent pager, the text buffer and, where the document fits the LM's window, the
 full-context reference. Each answered every validation and test question and gave a confidence
@@ -40,31 +41,16 @@ from pathlib import Path
 import numpy as np
 
 from jaxlab.core import report as report_lib
-from jaxlab.core.stats import bootstrap_claim, describe, paired_bootstrap
 from jaxlab.core.config import from_dict
-from jaxlab.paging import data, encoders, metrics, published, selective
-
-SYSTEMS = ("text_buffer", "latent_pager", "full_context")
-LABELS = {"text_buffer": "text buffer", "latent_pager": "latent pager", "full_context": "full context"}
-TASKS = ("all", "single_fact", "multi_hop")
-ANSWER_METRICS = ("f1", "rouge_l", "exact_match", "hallucination", "hallucination_grounded", "answer_words",
-                  "contains_gold")
-NAMES = {"f1": "F1", "rouge_l": "ROUGE-L", "exact_match": "Exact match", "hallucination": "Hallucination (published)",
-         "hallucination_grounded": "Hallucination (grounded, ours)", "answer_words": "Answer words",
-         "contains_gold": "Contains gold", "consistency": "Consistency", "f1_raw": "F1 before abstaining"}
-
-
-HELD_OUT = "held_out.jsonl"   # the test documents with every question in a wording training never used
-
-
-def _rows(path: Path) -> list[dict]:
-  return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+from jaxlab.core.stats import bootstrap_claim, describe
+from jaxlab.paging import bar as bar_lib, claims as claims_lib, data, metrics, published, selective
+from jaxlab.paging.figures import ANSWER_METRICS, SYSTEMS, TASKS, coverage_key, interval, read_rows
 
 
 def load(workdir: Path):
   config = json.loads((workdir / "config.json").read_text())
-  rows = _rows(workdir / "predictions.jsonl")
-  val = _rows(workdir / "validation.jsonl")
+  rows = read_rows(workdir / "predictions.jsonl")
+  val = read_rows(workdir / "validation.jsonl")
   history = json.loads((workdir / "history.json").read_text())
   timing = json.loads((workdir / "timing.json").read_text())
   return config, rows, val, history, timing
@@ -107,23 +93,6 @@ def scores(rows, answers: list, abstain: str) -> dict:
   return out
 
 
-def _interval(a, b, resamples: int, seed: int) -> dict | None:
-  """Paired bootstrap of mean(a - b) over the units where both exist, as a claim interval."""
-  ok = ~(np.isnan(a) | np.isnan(b))
-  if ok.sum() == 0:
-    return None
-  out = paired_bootstrap(a[ok], b[ok], resamples, seed=seed)
-  return {"diff": out["diff"], "ci": out["ci"] if ok.sum() > 1 else None, "n": out["n"], "p": out["p"]}
-
-
-def _mean_ci(x, resamples: int, seed: int) -> dict | None:
-  x = x[~np.isnan(x)]
-  if not len(x):
-    return None
-  out = bootstrap_claim(lambda idx: x[idx].mean(axis=-1), len(x), resamples, seed)
-  return {"mean": out["diff"], "ci": out["ci"], "n": out["n"]}
-
-
 def served(main: list[dict], final: dict, abstain: str) -> tuple[dict, dict]:
   """Each system's answers as served, by kind: ({system: {"answerable"|"unanswerable": {category:
   count}}}, {system: per-question hallucination, NaN where it did not answer})."""
@@ -140,10 +109,6 @@ def served(main: list[dict], final: dict, abstain: str) -> tuple[dict, dict]:
       h[i] = float(metrics.hallucinated(kind, ok))
     errors[s], halluc[s] = counts, h
   return errors, halluc
-
-
-def coverage_key(c: float) -> str:
-  return f"f1_at_{round(100 * c)}"
 
 
 def raw_f1(rows: list[dict], systems) -> dict:
@@ -169,12 +134,12 @@ def held_out_figures(config: dict, main: list[dict], held: list[dict], boots: in
       continue
     for s in systems:
       figures[f"held_out/{t}/{s}/f1_raw"] = describe(after[s][sel & ~np.isnan(after[s])])
-      b = _interval(np.where(sel, after[s], np.nan), before[s], boots, seed)
+      b = interval(np.where(sel, after[s], np.nan), before[s], boots, seed)
       if b:
         intervals[f"held_out/{t}/f1_raw/{s}_held_out-{s}"] = b
     for other in systems:
       if other != "latent_pager":
-        b = _interval(np.where(sel, after["latent_pager"], np.nan), after[other], boots, seed)
+        b = interval(np.where(sel, after["latent_pager"], np.nan), after[other], boots, seed)
         if b:
           intervals[f"held_out/{t}/f1_raw/latent_pager-{other}"] = b
   return figures, intervals
@@ -206,10 +171,10 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
       if not sel.any():
         continue
       for m in ANSWER_METRICS:
-        b = _interval(np.where(sel, sc["latent_pager"][m], np.nan), sc[other][m], boots, seed)
+        b = interval(np.where(sel, sc["latent_pager"][m], np.nan), sc[other][m], boots, seed)
         if b:
           intervals[f"{t}/{m}/latent_pager-{other}"] = b
-      b = _interval(np.where(sel, raw["latent_pager"], np.nan), raw[other], boots, seed)
+      b = interval(np.where(sel, raw["latent_pager"], np.nan), raw[other], boots, seed)
       if b:
         intervals[f"{t}/f1_raw/latent_pager-{other}"] = b
   # Over every question, as served: what each answer is, hallucination (new and grounded), abstentions.
@@ -221,8 +186,8 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
     ok = [r.get("answerable", True) for a, r in zip(final[s], main) if a is not None]
     figures[f"abstention/{s}"] = selective.abstention_scores(said, ok, abstain)
   for other in others:
-    intervals[f"every/hallucination/latent_pager-{other}"] = _interval(halluc["latent_pager"], halluc[other], boots, seed)
-    intervals[f"every/hallucination_grounded/latent_pager-{other}"] = _interval(
+    intervals[f"every/hallucination/latent_pager-{other}"] = interval(halluc["latent_pager"], halluc[other], boots, seed)
+    intervals[f"every/hallucination_grounded/latent_pager-{other}"] = interval(
         sc["latent_pager"]["hallucination_grounded"], sc[other]["hallucination_grounded"], boots, seed)
   # Ranking by confidence over every question (raw answers): risk-coverage, AURC, F1 at matched
   # coverage, unanswerable detection.
@@ -266,7 +231,7 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
   for s, v in cons.items():
     figures[f"all/{s}/consistency"] = describe(v)
   if pairs and len(cons) > 1:
-    intervals["all/consistency/latent_pager-text_buffer"] = _interval(cons["latent_pager"], cons["text_buffer"], boots,
+    intervals["all/consistency/latent_pager-text_buffer"] = interval(cons["latent_pager"], cons["text_buffer"], boots,
                                                                       seed)
   for s in ("text_buffer", "latent_pager"):
     if "peak_bytes" in timing.get(s, {}):
@@ -287,238 +252,11 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
     more = held_out_figures(config, main, [r for r in held if not r["probe"]], boots, seed)
     figures.update(more[0])
     intervals.update(more[1])
-  summary["claims"] = claims(summary, main, sc, boots, seed)
-  summary["headline"] = headline(config, summary, {"f1_raw": raw, "hallucination": halluc, "f1": sc},
+  summary["claims"] = claims_lib.claims(summary, main, sc, boots, seed)
+  summary["headline"] = bar_lib.headline(config, summary, {"f1_raw": raw, "hallucination": halluc, "f1": sc},
                                  answerable, boots, seed)
-  summary["bar"] = bar(summary["headline"], config["bar"])
-  summary["targets"] = targets(summary["headline"], summary["bar"], config["bar"], summary["figures"])
+  summary["bar"] = bar_lib.bar(summary["headline"], config["bar"])
+  summary["targets"] = bar_lib.targets(summary["headline"], summary["bar"], config["bar"], summary["figures"])
   return summary
 
 
-SERVED_FIGURES = ("ingest", "question", "ttft", "end_to_end")
-
-
-def served_per_document(timing: dict, system: str, q: int, clock: str = "wall_s") -> dict | None:
-  """One system's latency as served at q questions per document (`timing.served`), per timed
-  document, its mean over the repeats: {"ingest": the document work, "question": the mean of its
-  first q answers, "ttft": ingestion + the one-token answer, "end_to_end": (ingestion + the first
-  q answers) / q} in seconds (wall, or CPU with clock="cpu_s"); None where timing.json holds no
-  such measurement."""
-  t = timing.get(system, {}).get(clock)
-  if not isinstance(t, dict) or q not in timing.get("questions_per_document", ()):
-    return None
-  ingest, answers, first = (np.asarray(t[p], np.float64) for p in ("ingest", "answer", "first_token"))
-  a = answers[..., :q]
-  return {"ingest": ingest.mean(0), "question": a.mean(-1).mean(0), "ttft": (ingest + first).mean(0),
-          "end_to_end": ((ingest + a.sum(-1)) / q).mean(0)}
-
-
-def latency_ratio(timing: dict, resamples: int, seed: int, clock: str = "wall_s", q: int = 1) -> dict | None:
-  """Text buffer over pager mean end-to-end seconds per question at q questions per document (wall,
-  or CPU with clock="cpu_s"), with a bootstrap interval over the timed documents (a resampled
-  document brings both systems' figures). At q = 1, the bar's latency part."""
-  a, b = (served_per_document(timing, s, q, clock) for s in ("text_buffer", "latent_pager"))
-  if a is None or b is None:
-    return None
-  a, b = a["end_to_end"], b["end_to_end"]
-  out = bootstrap_claim(lambda idx: a[idx].mean(axis=-1) / b[idx].mean(axis=-1), len(a), resamples, seed)
-  return {"mean": out["diff"], "ci": out["ci"], "n": out["n"]}
-
-
-def served_latency(timing: dict, resamples: int, seed: int) -> dict:
-  """{str(q): {system: {figure: {"mean", "ci", "n"}}, "ratio", "cpu_ratio"}} for every q of the
-  timed workload ({} for a timing.json without one): each figure of `served_per_document` (and
-  "cpu_end_to_end", the end to end in CPU seconds) as its mean over the timed documents with a
-  bootstrap interval over them; the ratios as `latency_ratio`."""
-  out = {}
-  for q in timing.get("questions_per_document", ()):
-    row = {}
-    for s in ("latent_pager", "text_buffer"):
-      wall, cpu = served_per_document(timing, s, q), served_per_document(timing, s, q, "cpu_s")
-      if wall is not None:
-        row[s] = {f: _mean_ci(wall[f], resamples, seed) for f in SERVED_FIGURES}
-        row[s]["cpu_end_to_end"] = None if cpu is None else _mean_ci(cpu["end_to_end"], resamples, seed)
-    row["ratio"] = latency_ratio(timing, resamples, seed, q=q)
-    row["cpu_ratio"] = latency_ratio(timing, resamples, seed, "cpu_s", q)
-    out[str(q)] = row
-  return out
-
-
-def headline(config, summary, per_question, answerable, resamples, seed) -> dict:
-  """Answer quality first (before abstaining; at matched coverage; AURC), then hallucination as
-  served, then gated F1 (answer quality and abstention together) last."""
-  f, iv, p = summary["figures"], summary["intervals"], config["pager"]
-  every = np.ones_like(answerable)
-  pick = lambda s, values, sel: _mean_ci(np.where(sel, values[s], np.nan), resamples, seed)
-  h = {"pager_encoder": p["encoder"],
-       "slots_per_chunk": None if encoders.get(p["encoder"]).stored_states else p["slots_per_chunk"],
-       "threshold_rule": config["eval"]["threshold_rule"]}
-  for s, name in (("latent_pager", "pager"), ("text_buffer", "text_buffer")):
-    h[f"{name}_f1_ungated"] = pick(s, per_question["f1_raw"], answerable)
-  h["pager_minus_text_buffer_f1_ungated"] = iv.get("all/f1_raw/latent_pager-text_buffer")
-  for c in config["eval"]["coverages"]:
-    key = coverage_key(c)
-    for s, name in (("latent_pager", "pager"), ("text_buffer", "text_buffer")):
-      h[f"{name}_{key}"] = f.get(f"coverage/{key}/{s}")
-    h[f"pager_minus_text_buffer_{key}"] = iv.get(f"coverage/{key}/latent_pager-text_buffer")
-  h["pager_aurc"], h["text_buffer_aurc"] = f.get("aurc/latent_pager/error"), f.get("aurc/text_buffer/error")
-  h["pager_minus_text_buffer_aurc"] = iv.get("aurc/error/latent_pager-text_buffer")
-  for s, name in (("latent_pager", "pager"), ("text_buffer", "text_buffer")):
-    h[f"{name}_hallucination"] = pick(s, per_question["hallucination"], every)
-  h["pager_minus_text_buffer_hallucination"] = iv.get("every/hallucination/latent_pager-text_buffer")
-  for s, name in (("latent_pager", "pager"), ("text_buffer", "text_buffer")):
-    h[f"{name}_f1_gated"] = pick(s, {k: v["f1"] for k, v in per_question["f1"].items()}, answerable)
-  h["pager_minus_text_buffer_f1_gated"] = iv.get("all/f1/latent_pager-text_buffer")
-  if "held_out/all/latent_pager/f1_raw" in f:   # reported beside: the same questions, reworded
-    h["pager_f1_ungated_held_out"] = f["held_out/all/latent_pager/f1_raw"]
-    h["text_buffer_f1_ungated_held_out"] = f.get("held_out/all/text_buffer/f1_raw")
-    h["pager_minus_text_buffer_f1_ungated_held_out"] = iv.get("held_out/all/f1_raw/latent_pager-text_buffer")
-    h["pager_held_out_minus_original_f1_ungated"] = iv.get("held_out/all/f1_raw/latent_pager_held_out-latent_pager")
-  return h
-
-
-def bar_parts(declared: dict) -> list[tuple[str, str, str, float]]:
-  """(part, headline key, what it measures, non-inferiority margin) of the declared bar; F1 parts
-  are higher-is-better, hallucination lower-is-better."""
-  key = coverage_key(declared["coverage"])
-  return [("f1_ungated", "pager_minus_text_buffer_f1_ungated", "F1 before abstaining (answerable questions)",
-           declared["f1_margin"]),
-          (key, f"pager_minus_text_buffer_{key}",
-           f"F1 at {declared['coverage']:.0%} coverage (every question, each system's most confident)",
-           declared["f1_margin"]),
-          ("hallucination", "pager_minus_text_buffer_hallucination",
-           "hallucination as served (every question)", declared["hallucination_margin"])]
-
-
-def bar(h: dict, declared: dict) -> dict:
-  """The declared bar's answer parts: non-inferiority (the interval of pager - text buffer stays
-  above -margin for F1, below +margin for hallucination) and, reported beside, superiority (the
-  interval clears 0). The latency part (>= `declared["speedup"]`x at one question per document)
-  is a wall-clock figure: `latency_bar`, in timing.json."""
-  out, superior = {}, {}
-  for part, key, _, margin in bar_parts(declared):
-    iv = h.get(key)
-    if not iv or iv.get("ci") is None:
-      out[part] = superior[part] = None
-      continue
-    lo, hi = iv["ci"]
-    higher_is_better = part != "hallucination"
-    out[part] = bool(lo >= -margin) if higher_is_better else bool(hi <= margin)
-    superior[part] = bool(lo > 0) if higher_is_better else bool(hi < 0)
-  reworded = h.get(WORDING_KEY)
-  if reworded and reworded.get("ci") is not None:
-    out["wording"] = bool(reworded["ci"][0] >= -declared["wording_margin"])
-  return {**out, "superior": superior}
-
-
-WORDING_KEY = "pager_held_out_minus_original_f1_ungated"
-
-
-def latency_bar(ratio: dict | None, speedup: float) -> bool | None:
-  return None if not ratio else bool(ratio["mean"] >= speedup)
-
-
-def declared_text(declared: dict) -> str:
-  """The bar as declared in the config, printed before any result."""
-  parts = "; ".join(f"{what}: pager - text buffer {'>=' if part != 'hallucination' else '<='} "
-                    f"{'-' if part != 'hallucination' else '+'}{margin:g} at the 95% interval's "
-                    f"{'lower' if part != 'hallucination' else 'upper'} end"
-                    for part, _, what, margin in bar_parts(declared))
-  return (f"The bar (non-inferiority; superiority reported beside): {parts}; latency: text buffer / pager "
-          f">= {declared['speedup']:g}x at one question per document.")
-
-
-DETECTION_GOAL = (0.6, 0.5)   # abstain precision (3x the 20% base rate) at abstain recall, for the best system
-
-
-def targets(h: dict, b: dict, declared: dict, figures: dict) -> list[dict]:
-  """The bar's answer parts as targets, and the unanswerable-detection goal (from the summary;
-  `latency_target` adds the latency part from timing.json)."""
-  out = []
-  for part, key, what, margin in bar_parts(declared):
-    worse = part == "hallucination"
-    out.append(report_lib.target(
-        f"{what}: pager non-inferior to the text buffer (margin {margin:g})",
-        f"the 95% interval of pager - text buffer {'stays at or below +' if worse else 'stays at or above -'}"
-        f"{margin:g}", b[part], "n/a" if not h.get(key) else diff_text({key: h[key]}, key)))
-  if "wording" in b:
-    margin = declared["wording_margin"]
-    out.append(report_lib.target(
-        f"held-out wordings cost the pager at most {margin:g} F1",
-        f"the 95% interval of the pager's F1 before abstaining on reworded minus original questions stays at or "
-        f"above -{margin:g}", b["wording"], diff_text({WORDING_KEY: h[WORDING_KEY]}, WORDING_KEY)))
-  precision, recall = DETECTION_GOAL
-  ab = {s: figures.get(f"abstention/{s}") or {} for s in ("latent_pager", "text_buffer")}
-  met = [s for s, a in ab.items() if (a.get("precision") or 0) >= precision and (a.get("recall") or 0) >= recall]
-  shown = "; ".join(f"{LABELS[s]} precision {_num(a.get('precision'))}, recall {_num(a.get('recall'))}"
-                    for s, a in ab.items() if a)
-  out.append(report_lib.target(
-      "a system detects missing answers", f"abstain precision >= {precision} at recall >= {recall} (as served) for "
-      "the pager or the text buffer", bool(met) if ab["latent_pager"] else None, shown or "n/a"))
-  return out
-
-
-def _num(x, digits=3):
-  return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def claims(summary, main, sc, resamples: int, seed: int) -> list[dict]:
-  f, iv = summary["figures"], summary["intervals"]
-  m = lambda key: f[key]["mean"]
-  ours = lambda metric: f"pager {m(f'all/latent_pager/{metric}'):.4f} vs text {m(f'all/text_buffer/{metric}'):.4f}"
-  history = summary["training"]
-  best_f1 = max(history, key=lambda h: (h["val_f1"], -h["step"]))
-  best_loss = min(history, key=lambda h: h["val_loss"])
-  flip = lambda i: None if i is None else {**i, "diff": -i["diff"], "ci": None if i["ci"] is None else
-                                           [-i["ci"][1], -i["ci"][0]]}
-  out = [
-      report_lib.claim("The latent pager has a higher F1 than the text buffer", "+0.0075, p < 0.001",
-                       ours("f1"), iv.get("all/f1/latent_pager-text_buffer")),
-      report_lib.claim("The latent pager has a higher ROUGE-L", "+0.0083, p < 0.001",
-                       ours("rouge_l"), iv.get("all/rouge_l/latent_pager-text_buffer")),
-      report_lib.claim("The latent pager hallucinates more (published heuristic)", "+0.288, p < 0.001",
-                       ours("hallucination"),
-                       iv.get("all/hallucination/latent_pager-text_buffer")),
-      report_lib.claim("The text buffer's answers are longer (a token-F1 precision effect)",
-                       " vs ".join(published.FIGURES[("all", "answer_words")]) + " words",
-                       f"{m('all/text_buffer/answer_words'):.1f} vs {m('all/latent_pager/answer_words'):.1f} words",
-                       flip(iv.get("all/answer_words/latent_pager-text_buffer"))),
-      report_lib.claim("Best checkpoint by validation F1 differs from best by validation loss", "epoch 2 vs epoch 3",
-                       f"step {best_f1['step']} vs step {best_loss['step']}"),
-  ]
-  task = np.array([r["task_type"] for r in main])
-  ok = np.array([r.get("answerable", True) for r in main])
-  gain = sc["latent_pager"]["f1"] - sc["text_buffer"]["f1"]
-  single, multi = np.flatnonzero(ok & (task == "single_fact")), np.flatnonzero(ok & (task == "multi_hop"))
-  if len(single) > 1 and len(multi) > 1:
-    gs, gm = gain[single], gain[multi]
-    units = np.concatenate([gs, gm])
-    is_single = np.arange(units.size) < gs.size        # each group resampled within itself
-    def margin(idx):
-      s, mh = units[idx[..., is_single]].mean(-1), units[idx[..., ~is_single]].mean(-1)
-      return np.minimum(s, s - mh)
-    interval = bootstrap_claim(margin, units.size, resamples, seed, strata=is_single)
-    out.append(report_lib.claim("The pager gains F1 on single fact, and more than on multi hop", "+0.0108 vs +0.0040",
-                                f"{gs.mean():+.4f} vs {gm.mean():+.4f}", interval))
-  return out
-
-
-# ----------------------------------------------------------------------------- text
-def _cell(figures, key, digits=4):
-  stat = figures.get(key)
-  return "n/a" if not stat or stat.get("mean") is None else f"{stat['mean']:.{digits}f}"
-
-
-def diff_text(intervals, key, digits=4):
-  b = intervals.get(key)
-  if not b:
-    return "n/a"
-  ci = "" if b.get("ci") is None else f" [{b['ci'][0]:+.{digits}f}, {b['ci'][1]:+.{digits}f}]"
-  return f"{b['diff']:+.{digits}f}{ci}"
-
-
-def ci_text(stat, digits=4):
-  if not stat:
-    return "n/a"
-  ci = "" if stat.get("ci") is None else f" [{stat['ci'][0]:.{digits}f}, {stat['ci'][1]:.{digits}f}]"
-  return f"{stat['mean']:.{digits}f}{ci}"

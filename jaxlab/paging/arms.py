@@ -28,7 +28,8 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import derive, to_dict
-from jaxlab.paging import analysis, metrics, pipeline, reporting as pager_report, selective
+from jaxlab.paging import (analysis, bar as bar_lib, figures as figures_lib, latency as latency_lib, metrics,
+                           pipeline, reporting as pager_report, selective)
 
 # arm: the config fields it changes.
 PAGER = {
@@ -128,7 +129,7 @@ def report(workdir) -> Path:
   source = {s: arms_of(config)[s][c["chosen"]] for s, c in chosen.items()}
   pick = lambda index: merged({s: loaded[source[s]][index] for s in ("latent_pager", "text_buffer")})
   rows, val = pick(1), pick(2)
-  held = {s: analysis._rows(run_dir(workdir, source[s]) / analysis.HELD_OUT) for s in source}
+  held = {s: figures_lib.read_rows(run_dir(workdir, source[s]) / figures_lib.HELD_OUT) for s in source}
   held = merged(held) if all(held.values()) else None
   timing = {s: loaded[source[s]][4][s] for s in source}   # the same timed documents in every run
   timing["questions_per_document"] = loaded[source["latent_pager"]][4]["questions_per_document"]
@@ -136,19 +137,19 @@ def report(workdir) -> Path:
                                loaded[source["latent_pager"]][3], {**timing}, held=held)
   summary["arms"] = {s: {**c, "run": source[s]} for s, c in chosen.items()}
   report_lib.write_json(workdir / "summary.json", summary)
-  ratio = analysis.latency_ratio(timing, config["eval"]["bootstrap"], config["seed"])
+  ratio = latency_lib.latency_ratio(timing, config["eval"]["bootstrap"], config["seed"])
   report_lib.write_json(workdir / "timing.json", {**timing, "latency_ratio": ratio,
-                                                  "latency_bar": analysis.latency_bar(ratio, config["bar"]["speedup"])})
+                                                  "latency_bar": bar_lib.latency_bar(ratio, config["bar"]["speedup"])})
   per_arm = []
   for system, arms in arms_of(config).items():
     for a, name in arms.items():
       h = json.loads((run_dir(workdir, name) / "summary.json").read_text())["headline"]
       prefix = "pager" if system == "latent_pager" else "text_buffer"
-      per_arm.append([analysis.LABELS[system], a + (" (chosen)" if chosen[system]["chosen"] == a else ""),
-                      f"{chosen[system]['scores'][a]:.4f}", analysis.ci_text(h.get(f"{prefix}_f1_ungated")),
-                      analysis.ci_text(h.get(f"{prefix}_{analysis.coverage_key(config['bar']['coverage'])}")),
-                      analysis.ci_text(h.get(f"{prefix}_hallucination"))])
-  ratio_text = "n/a" if not ratio else f"{analysis.ci_text(ratio, 2)}x"
+      per_arm.append([figures_lib.LABELS[system], a + (" (chosen)" if chosen[system]["chosen"] == a else ""),
+                      f"{chosen[system]['scores'][a]:.4f}", figures_lib.ci_text(h.get(f"{prefix}_f1_ungated")),
+                      figures_lib.ci_text(h.get(f"{prefix}_{figures_lib.coverage_key(config['bar']['coverage'])}")),
+                      figures_lib.ci_text(h.get(f"{prefix}_hallucination"))])
+  ratio_text = "n/a" if not ratio else f"{figures_lib.ci_text(ratio, 2)}x"
   sections = [
       ("What ran", f"Each system in each of its arms, one `compare` run per arm in `arms/<run>/` (own report): "
                    f"pager arms {tuple(config['arms']['pager'])}, text-buffer arms "
@@ -164,7 +165,7 @@ def report(workdir) -> Path:
       ("Headline: the chosen pager against the chosen text buffer",
        pager_report.headline_section(summary["headline"], summary["bar"],
                                      {"latency_ratio": ratio,
-                                      "latency_bar": analysis.latency_bar(ratio, config["bar"]["speedup"])},
+                                      "latency_bar": bar_lib.latency_bar(ratio, config["bar"]["speedup"])},
                                      config["bar"])),
   ]
   return report_lib.write_report(workdir, "Latent pager: equal arms, the best of each", sections)

@@ -35,7 +35,7 @@ from pathlib import Path
 import jax
 
 from jaxlab.core import config as config_lib
-from jaxlab.paging import analysis, data, pipeline, reporting as pager_report, text_bridge
+from jaxlab.paging import data, figures as figures_lib, pipeline, reporting as pager_report, text_bridge
 
 COPIED = ("validation.jsonl", "history.json")
 
@@ -92,6 +92,6 @@ def evaluate(workdir, data_dir, out) -> Path | None:
   for name in COPIED:
     shutil.copyfile(workdir / name, out / name)
   if held is not None:
-    pipeline.write_predictions(out / analysis.HELD_OUT, *held)
+    pipeline.write_predictions(out / figures_lib.HELD_OUT, *held)
   pipeline.write_test(out, test, answered, timed)
   return pager_report.write(out)

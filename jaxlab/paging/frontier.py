@@ -34,7 +34,8 @@ import numpy as np
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import derive
 from jaxlab.core.stats import describe, paired_bootstrap
-from jaxlab.paging import analysis, data, encoders, metrics, pipeline, pretrain, pretrain_report, timing
+from jaxlab.paging import (analysis, data, encoders, figures as figures_lib, metrics, pipeline, pretrain,
+                           pretrain_report, timing)
 
 ABSTAIN_FREE = ("f1", "hallucination_grounded")
 
@@ -207,7 +208,7 @@ def plots(summary, config, timing_data, workdir: Path) -> list[str]:
     ax.plot([_ratio(sweep[n]["point"], chunk) for n in chosen], [figs[f"{n}/f1"]["mean"] for n in chosen], "s-",
             label=f"{enc} (test, chosen)")
   for s, color in lines:
-    ax.axhline(figs[f"{s}/f1"]["mean"], color=color, ls="--", label=f"{analysis.LABELS[s]} (test)")
+    ax.axhline(figs[f"{s}/f1"]["mean"], color=color, ls="--", label=f"{figures_lib.LABELS[s]} (test)")
   ax.set_xscale("log", base=2)
   ax.set_xlabel("compression ratio (chunk tokens per page vector)")
   ax.set_ylabel("F1, answerable questions")
@@ -223,7 +224,7 @@ def plots(summary, config, timing_data, workdir: Path) -> list[str]:
         ax.annotate(n, (np.median(timing_data[n]["latency_s"]), figs[f"{n}/{metric}"]["mean"]), fontsize=6)
     for s, color in lines:
       if s in timing_data:
-        ax.axhline(figs[f"{s}/{metric}"]["mean"], color=color, ls="--", label=f"{analysis.LABELS[s]}")
+        ax.axhline(figs[f"{s}/{metric}"]["mean"], color=color, ls="--", label=f"{figures_lib.LABELS[s]}")
         ax.axvline(np.median(timing_data[s]["latency_s"]), color=color, ls=":")
     ax.set_xlabel("median latency per question (s; timing.json)")
     ax.set_ylabel(label)
@@ -249,8 +250,8 @@ def plots(summary, config, timing_data, workdir: Path) -> list[str]:
 def report(workdir) -> Path:
   workdir = Path(workdir)
   config = json.loads((workdir / "config.json").read_text())
-  rows = analysis._rows(workdir / "predictions.jsonl")
-  val = analysis._rows(workdir / "validation.jsonl")
+  rows = figures_lib.read_rows(workdir / "predictions.jsonl")
+  val = figures_lib.read_rows(workdir / "validation.jsonl")
   sweep = json.loads((workdir / "points.json").read_text())
   timing_data = json.loads((workdir / "timing.json").read_text())
   summary = summarize(config, rows, val, sweep, workdir / "encoders")
@@ -267,7 +268,7 @@ def report(workdir) -> Path:
   for s in shown + sorted(set(summary["selection"]["chosen"].values())):
     cell = lambda k: "" if k not in iv else (f"{iv[k]['diff']:+.4f} [{iv[k]['ci'][0]:+.4f}, {iv[k]['ci'][1]:+.4f}]")
     lat = f"{np.median(timing_data[s]['latency_s']):.4f}" if s in timing_data else "n/a"
-    test_rows.append([analysis.LABELS.get(s, s), f"{figs[f'{s}/f1']['mean']:.4f} (n={figs[f'{s}/f1']['n']})",
+    test_rows.append([figures_lib.LABELS.get(s, s), f"{figs[f'{s}/f1']['mean']:.4f} (n={figs[f'{s}/f1']['n']})",
                       f"{figs[f'{s}/hallucination_grounded']['mean']:.4f}", lat, cell(f"{s}-text_buffer/f1"),
                       cell(f"{s}-text_buffer/hallucination_grounded"), cell(f"{s}-full_context/f1")])
   recon_rows = [[k, f"{r['compression_ratio']:.0f}x", f"{r['val_token_accuracy']:.4f}",

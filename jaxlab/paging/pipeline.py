@@ -15,8 +15,8 @@ import jax.numpy as jnp
 from jaxlab.core import mesh as mesh_lib
 from jaxlab.core.config import ConfigError, repo_path
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-from jaxlab.paging import (analysis, data, generation, pages, pager as pager_lib, pretrain,
-                           reporting as pager_report, text_bridge, text_buffer, timing, train)
+from jaxlab.paging import (bar as bar_lib, data, figures as figures_lib, generation, pages, pager as pager_lib,
+                           pretrain, reporting as pager_report, text_bridge, text_buffer, timing, train)
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -144,7 +144,7 @@ def compare(config, workdir: Path):
   """The `compare` mode: fine-tune the pager, answer validation and test with every system, time a
   subset, write the predictions and the report."""
   if jax.process_index() == 0:
-    print(analysis.declared_text(config.bar.to_dict()), flush=True)   # declared before any result
+    print(bar_lib.declared_text(config.bar.to_dict()), flush=True)   # declared before any result
   setup = Setup(config, workdir)
   splits = data.load(config, workdir)
   trained = train_pager(setup, config, workdir, splits)
@@ -159,7 +159,7 @@ def compare(config, workdir: Path):
   write_predictions(workdir / "validation.jsonl", splits["validation"], val)
   (workdir / "history.json").write_text(json.dumps(trained["history"], indent=1) + "\n")
   if held is not None:
-    write_predictions(workdir / analysis.HELD_OUT, *held)
+    write_predictions(workdir / figures_lib.HELD_OUT, *held)
   write_test(workdir, splits["test"], answered, timed)
   return pager_report.write(workdir)
 

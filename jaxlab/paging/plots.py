@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 
 from jaxlab.core import report as report_lib
 from jaxlab.paging import published
-from jaxlab.paging.analysis import LABELS
+from jaxlab.paging.figures import LABELS
 
 
 def plot_training(history: list[dict], workdir: Path) -> str:

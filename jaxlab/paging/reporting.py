@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxlab.core import report as report_lib
-from jaxlab.paging import analysis, encoders, metrics, published
-from jaxlab.paging.analysis import (ANSWER_METRICS, LABELS, NAMES, SYSTEMS, TASKS, _cell, bar_parts, ci_text,
-                                    HELD_OUT, _rows, coverage_key, declared_text, diff_text, latency_bar, latency_ratio, load,
-                                    summarize, systems_in)
+from jaxlab.paging import encoders, latency as latency_lib, metrics, published
+from jaxlab.paging.analysis import load, summarize, systems_in
+from jaxlab.paging.bar import bar_parts, declared_text, latency_bar
+from jaxlab.paging.figures import (ANSWER_METRICS, HELD_OUT, LABELS, NAMES, SYSTEMS, TASKS, cell, ci_text, coverage_key,
+                                   diff_text, read_rows)
 from jaxlab.paging.plots import plot_risk_coverage, plot_training
 
 
@@ -42,15 +43,15 @@ def tables(summary: dict, systems: list[str], n: dict) -> list[tuple[str, str]]:
     rows = []
     for m in ("f1", "f1_raw") + ANSWER_METRICS[1:]:
       pub = published.FIGURES.get((t, m), ("", ""))
-      rows.append([NAMES[m], *pub] + [_cell(figs, f"{t}/{s}/{m}") for s in systems]
+      rows.append([NAMES[m], *pub] + [cell(figs, f"{t}/{s}/{m}") for s in systems]
                   + [diff_text(iv, f"{t}/{m}/latent_pager-{s}") if m != "f1_raw" else "" for s in others])
     if t == "all":
       rows.append([NAMES["consistency"], "not computed", "not computed"]
-                  + [_cell(figs, f"all/{s}/consistency") for s in systems]
+                  + [cell(figs, f"all/{s}/consistency") for s in systems]
                   + [diff_text(iv, "all/consistency/latent_pager-text_buffer") if s == "text_buffer" else ""
                      for s in others])
       rows.append(["Peak device memory (GB)", *published.FIGURES[("all", "peak_memory_gb")]]
-                  + [_cell(figs, f"all/{s}/peak_memory_gb") for s in systems] + [""] * len(others))
+                  + [cell(figs, f"all/{s}/peak_memory_gb") for s in systems] + [""] * len(others))
     label = {"all": "Answerable questions", "single_fact": "Single fact", "multi_hop": "Multi hop"}[t]
     out.append((f"{label} (published n={published.N_TEST[t]}, ours n={n[t]})",
                 "The full-context column covers only the questions whose document fits the LM's window "
@@ -69,9 +70,9 @@ def abstention_table(summary, systems) -> str:
                  f"{t['threshold']:.4g} ({t['rule']}; val coverage {t['coverage']:.2f}, utility {t['utility']:.3f})",
                  a["abstained"], "n/a" if a["precision"] is None else f"{a['precision']:.3f}",
                  "n/a" if a["recall"] is None else f"{a['recall']:.3f}",
-                 ci_text(figs.get(f"unanswerable/{s}/auroc"), 3), _cell(figs, f"every/{s}/hallucination"),
-                 _cell(figs, f"every/{s}/hallucination_grounded"), ci_text(figs.get(f"aurc/{s}/error")),
-                 _cell(figs, f"aurc/{s}/hallucination")])
+                 ci_text(figs.get(f"unanswerable/{s}/auroc"), 3), cell(figs, f"every/{s}/hallucination"),
+                 cell(figs, f"every/{s}/hallucination_grounded"), ci_text(figs.get(f"aurc/{s}/error")),
+                 cell(figs, f"aurc/{s}/hallucination")])
   table = report_lib.markdown_table(
       ["system", "threshold (chosen on validation)", "abstained", "abstain precision", "abstain recall",
        "AUROC answerable vs not (confidence)", "hallucination as served", "grounded hallucination (old measure)",
@@ -104,7 +105,7 @@ def coverage_table(summary, systems, coverages) -> str:
   rows = []
   for c in coverages:
     key = coverage_key(c)
-    rows.append([f"{c:.0%}"] + [_cell(figs, f"coverage/{key}/{s}") for s in systems]
+    rows.append([f"{c:.0%}"] + [cell(figs, f"coverage/{key}/{s}") for s in systems]
                 + [diff_text(iv, f"coverage/{key}/latent_pager-{s}") for s in systems if s != "latent_pager"])
   return ("Each system answers its own most confident share of the test questions (every question: an unanswerable "
           "one's gold answer is the abstain string); the figure is the mean F1 over those answered, so systems compare "
@@ -140,7 +141,7 @@ def latency_section(timing: dict, speedup: float) -> str:
           "alternating by repeat. Wall times differ run to run on a shared machine, so these figures stay in "
           "timing.json, out of summary.json."]
   for q, row in served.items():
-    rows = [[LABELS[s]] + [ci_text(row[s][f]) for f in analysis.SERVED_FIGURES] + [ci_text(row[s]["cpu_end_to_end"])]
+    rows = [[LABELS[s]] + [ci_text(row[s][f]) for f in latency_lib.SERVED_FIGURES] + [ci_text(row[s]["cpu_end_to_end"])]
             for s in SYSTEMS if s in row]
     judged = (f"the bar's latency part, >= {speedup:g}x: **{latency_bar(row['ratio'], speedup)}**" if q == "1" else
               "reported, no bar")
@@ -172,8 +173,8 @@ def held_out_section(summary, systems) -> str | None:
   for t in TASKS:
     for s in systems:
       if f"held_out/{t}/{s}/f1_raw" in figs:
-        rows.append([t.replace("_", " "), LABELS[s], _cell(figs, f"{t}/{s}/f1_raw"),
-                     _cell(figs, f"held_out/{t}/{s}/f1_raw"), diff_text(iv, f"held_out/{t}/f1_raw/{s}_held_out-{s}"),
+        rows.append([t.replace("_", " "), LABELS[s], cell(figs, f"{t}/{s}/f1_raw"),
+                     cell(figs, f"held_out/{t}/{s}/f1_raw"), diff_text(iv, f"held_out/{t}/f1_raw/{s}_held_out-{s}"),
                      diff_text(iv, f"held_out/{t}/f1_raw/latent_pager-{s}") if s != "latent_pager" else ""])
   return ("The same test documents and answers with every question in a wording no training data used (one held-out "
           "template per relation and two-hop chain, in the base model's vocabulary; `jaxlab.data.lexicon`). F1 before "
@@ -196,13 +197,13 @@ def headline_section(h: dict, b: dict, timing: dict, declared: dict) -> str:
 
 def write(workdir: Path) -> Path:
   config, rows, val, history, timing = load(workdir)
-  held = _rows(workdir / HELD_OUT)
+  held = read_rows(workdir / HELD_OUT)
   summary = summarize(config, rows, val, history, timing, held=held or None)
   report_lib.write_json(workdir / "summary.json", summary)
-  ratio = latency_ratio(timing, config["eval"]["bootstrap"], config["seed"])
+  ratio = latency_lib.latency_ratio(timing, config["eval"]["bootstrap"], config["seed"])
   timing = {**timing, "latency_ratio": ratio, "latency_bar": latency_bar(ratio, config["bar"]["speedup"]),
-            "cpu_ratio": latency_ratio(timing, config["eval"]["bootstrap"], config["seed"], "cpu_s"),
-            "served": analysis.served_latency(timing, config["eval"]["bootstrap"], config["seed"])}
+            "cpu_ratio": latency_lib.latency_ratio(timing, config["eval"]["bootstrap"], config["seed"], "cpu_s"),
+            "served": latency_lib.served_latency(timing, config["eval"]["bootstrap"], config["seed"])}
   report_lib.write_json(workdir / "timing.json", timing)
   systems = systems_in(rows)
   main = [r for r in rows if not r["probe"]]

@@ -22,7 +22,7 @@ from flax import nnx
 from jaxlab.core import checkpoint, report as report_lib, train as train_lib
 from jaxlab.core.config import from_dict, repo_path, to_dict
 from jaxlab.core.stats import describe
-from jaxlab.paging import analysis, data, metrics, pager as pager_lib, pipeline, train
+from jaxlab.paging import data, figures as figures_lib, metrics, pager as pager_lib, pipeline, train
 from jaxlab.paging.spec import PagerSpec
 
 
@@ -102,12 +102,12 @@ def report(workdir) -> Path:
     ax.set_yticks(range(len(ratios)), [f"{d:g}" for d in ratios])
     ax.set_xlabel("horizon (0 = evidence at the end)")
     ax.set_ylabel("distractor ratio")
-    ax.set_title(analysis.LABELS[s])
+    ax.set_title(figures_lib.LABELS[s])
     for i in range(len(ratios)):
       for j in range(len(horizons)):
         if not np.isnan(m[i, j]):
           ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7, color="w")
-    tables.append((f"F1 per cell: {analysis.LABELS[s]}", report_lib.markdown_table(
+    tables.append((f"F1 per cell: {figures_lib.LABELS[s]}", report_lib.markdown_table(
         ["distractor ratio \\ horizon"] + [f"{h:g}" for h in horizons],
         # The full context answers only where a document fits the window: its cells say how many.
         [[f"{d:g}"] + [f"{m[i, j]:.3f}" + (f" (n={n[i, j]})" if n[i, j] != config["rot"]["questions_per_cell"] else "")

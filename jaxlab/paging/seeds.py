@@ -28,7 +28,8 @@ import numpy as np
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import derive, to_dict
 from jaxlab.core.stats import describe, nested_bootstrap
-from jaxlab.paging import analysis, metrics, pipeline, reporting as pager_report, selective
+from jaxlab.paging import (analysis, bar as bar_lib, figures as figures_lib, latency as latency_lib, metrics,
+                           pipeline, reporting as pager_report, selective)
 
 def seed_unit_mean(d: np.ndarray):
   """The margin function of `nested_bootstrap` for the mean of a (seeds, units) array."""
@@ -112,7 +113,7 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
     intervals[f"over_seeds/{metric}/latent_pager-text_buffer"] = nested_bootstrap(
         seed_unit_mean(d), len(seeds), d.shape[1], boots, rseed)
   # F1 at the bar's coverage over every question (unanswerable gold: the abstain string).
-  key, c = analysis.coverage_key(declared["coverage"]), declared["coverage"]
+  key, c = figures_lib.coverage_key(declared["coverage"]), declared["coverage"]
   conf, util = stack("confidence"), stack("f1")
   figures[f"text_buffer/{key}"] = {"mean": float(selective.f1_at_coverage(text("confidence"), text("f1"), c)),
                                    "sd": None, "n": len(ok)}
@@ -122,7 +123,7 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
   figures[f"over_seeds/latent_pager/{key}"] = describe(per)
   intervals[f"over_seeds/{key}/latent_pager-text_buffer"] = nested_bootstrap(
       seed_coverage_margin(conf, util, text("confidence"), text("f1"), c), len(seeds), len(ok), boots, rseed)
-  parts = analysis.bar_parts(declared)
+  parts = bar_lib.bar_parts(declared)
   for s in seeds:
     h = runs[s]["summary"]["headline"]
     best = max(runs[s]["history"], key=lambda r: (r["val_f1"], -r["step"]))
@@ -131,10 +132,10 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
       intervals[f"seed_{s}/{part}/latent_pager-text_buffer"] = h[hkey]
     per_seed[str(s)] = {"kept_step": best["step"], **runs[s]["summary"]["bar"]}
   over = {hkey: intervals[f"over_seeds/{part}/latent_pager-text_buffer"] for part, hkey, _, _ in parts}
-  bar = {"per_seed": per_seed, "over_seeds": analysis.bar(over, declared)}
+  bar = {"per_seed": per_seed, "over_seeds": bar_lib.bar(over, declared)}
   return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
           "figures": figures, "intervals": intervals, "bar": bar,
-          "targets": analysis.targets(over, bar["over_seeds"], declared, {})[:len(parts)]}
+          "targets": bar_lib.targets(over, bar["over_seeds"], declared, {})[:len(parts)]}
 
 
 def latency(config: dict, runs: dict[int, dict]) -> dict:
@@ -145,14 +146,14 @@ def latency(config: dict, runs: dict[int, dict]) -> dict:
   seeds = sorted(runs)
   per_seed = {str(s): {"latency_ratio": runs[s]["timing"].get("latency_ratio"),
                        "latency_bar": runs[s]["timing"].get("latency_bar")} for s in seeds}
-  lat = {k: np.stack([analysis.served_per_document(runs[s]["timing"], k, 1)["end_to_end"] for s in seeds])
+  lat = {k: np.stack([latency_lib.served_per_document(runs[s]["timing"], k, 1)["end_to_end"] for s in seeds])
          for k in ("text_buffer", "latent_pager")}
   text, pager = seed_unit_mean(lat["text_buffer"]), seed_unit_mean(lat["latent_pager"])
   out = nested_bootstrap(lambda si, ui: text(si, ui) / pager(si, ui),
                          len(seeds), lat["text_buffer"].shape[1], config["eval"]["bootstrap"], config["seed"])
   ratio = {"mean": out["diff"], "ci": out["ci"], "n": out["n"], "n_seeds": out["n_seeds"]}
   return {"per_seed": per_seed, "over_seeds": {"latency_ratio": ratio,
-                                               "latency_bar": analysis.latency_bar(ratio, config["bar"]["speedup"])}}
+                                               "latency_bar": bar_lib.latency_bar(ratio, config["bar"]["speedup"])}}
 
 
 def plot(summary: dict, parts: list, workdir: Path) -> str:
@@ -182,21 +183,21 @@ def report(workdir) -> Path:
   timing = latency(config, runs)
   report_lib.write_json(workdir / "timing.json", timing)
   figs, iv, b = summary["figures"], summary["intervals"], summary["bar"]
-  parts = analysis.bar_parts(config["bar"])
-  cell = lambda k: analysis.diff_text(iv, k)
+  parts = bar_lib.bar_parts(config["bar"])
+  cell = lambda k: figures_lib.diff_text(iv, k)
   rows = []
   for s in summary["train_seeds"]:
     t, part = timing["per_seed"][str(s)], b["per_seed"][str(s)]
     rows.append([s, f"{part['kept_step']} ({figs[f'seed_{s}/best_val_f1']['mean']:.3f})"]
                 + [f"{figs[f'seed_{s}/latent_pager/{p}']['mean']:.4f}; {cell(f'seed_{s}/{p}/latent_pager-text_buffer')}"
                    for p, *_ in parts]
-                + [analysis.ci_text(t["latency_ratio"], 2) if t["latency_ratio"] else "n/a",
+                + [figures_lib.ci_text(t["latency_ratio"], 2) if t["latency_ratio"] else "n/a",
                    " / ".join(str(part[p]) for p, *_ in parts) + f" / {t['latency_bar']}"])
   o, ot = b["over_seeds"], timing["over_seeds"]
   rows.append(["over seeds", ""]
               + [f"{figs[f'over_seeds/latent_pager/{p}']['mean']:.4f}; {cell(f'over_seeds/{p}/latent_pager-text_buffer')}"
                  for p, *_ in parts]
-              + [analysis.ci_text(ot["latency_ratio"], 2),
+              + [figures_lib.ci_text(ot["latency_ratio"], 2),
                  " / ".join(str(o[p]) for p, *_ in parts) + f" / {ot['latency_bar']}"])
   seeds = summary["train_seeds"]
   held = {p: sum(bool(b["per_seed"][str(s)][p]) for s in seeds) for p, *_ in parts}
@@ -211,7 +212,7 @@ def report(workdir) -> Path:
                    "own report."),
       pager_report.targets_section(summary, timing["over_seeds"], config["bar"]["speedup"]),
       ("The bar per seed and over seeds",
-       f"{analysis.declared_text(config['bar'])}\n\nOver seeds: "
+       f"{bar_lib.declared_text(config['bar'])}\n\nOver seeds: "
        + ", ".join(f"{p} {o[p]}" for p, *_ in parts) + f", latency {ot['latency_bar']}: "
        f"**{'met' if met else 'not met'}**. Per seed, the parts hold in "
        + ", ".join(f"{held[p]}" for p, *_ in parts) + f" and {held['latency']} of {len(seeds)} runs.\n\n"

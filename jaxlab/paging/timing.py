@@ -38,7 +38,7 @@ turns document by document, and which goes first alternates from repeat to repea
 in the load of a shared machine reaches both alike. Wall time until the answer text exists, and
 the process's CPU time beside it. Every program is made and compiled before the first timed
 document (one untimed pass of the first document per system). A document's figure is its mean
-over the repeats; the intervals (`analysis.served_latency`) resample documents (a repeat of a
+over the repeats; the intervals (`latency.served_latency`) resample documents (a repeat of a
 document is not a new document: repeats only average out the timing noise).
 
 Latency per question (`measure`, the frontier's points): questions answered one at a time with
