@@ -159,12 +159,12 @@ def recorded(config, pieces):
           "flags": flags, "heldout": heldout}
 
 
-def _fused(config, pieces, recorded, mesh=None):
+def _fused(config, pieces, recorded, mesh=None, monitor=None):
   _, lrn, _, table = pieces
   p = config.play
   return fused.Fused(lrn, Replay(p.episode_rounds), recorded["heldout"], seed=config.seed, envs=p.envs,
                      rounds=p.episode_rounds, episodes_per_chunk=p.episodes_per_chunk, eval_every=p.eval_every,
-                     n_episodes=p.episodes, mesh=mesh)
+                     n_episodes=p.episodes, mesh=mesh, monitor=monitor)
 
 
 def _rows(config, pieces, recorded, state, first):
@@ -207,6 +207,23 @@ def test_fused_program_is_the_same_on_1_and_8_devices_and_resumes_bitwise(config
   again = prog.play(_rows(config, pieces, recorded, restored, meta["done"]))
   for a, b in zip(jax.tree.leaves(second), jax.tree.leaves(again)):
     np.testing.assert_array_equal(a, b)
+
+
+def test_fused_program_folds_the_monitor_into_every_stage_after_each_block(config, pieces, recorded):
+  """With monitor transitions (here the held-out set stands in for them) the fused program folds
+  every stage's error into the curriculum after each block, as the host loop's `Population.monitor`
+  does: every stage is measured, played or not, and the block before the first fold plays as
+  without a monitor."""
+  rows = _rows(config, pieces, recorded, recorded["states"][0], 0)
+  watched = _fused(config, pieces, recorded, monitor=recorded["heldout"]).play(rows)
+  plain = _fused(config, pieces, recorded).play(rows)
+  assert (watched["state"].curr.slow > 0).all() and not (plain["state"].curr.slow > 0).all()
+  first = config.play.eval_every * config.play.episode_rounds           # the rounds of the first block
+  np.testing.assert_array_equal(watched["logs"]["surprise"][:, :first], plain["logs"]["surprise"][:, :first])
+  _, lrn, pop, _ = pieces
+  host = pop.host(pop.monitor(pop.rows(recorded["states"][0]), jax.tree.map(jnp.asarray, recorded["heldout"])))
+  np.testing.assert_allclose(host.curr.slow, jax.vmap(lrn.monitor, in_axes=(0, None))(
+      recorded["states"][0], recorded["heldout"]).curr.slow, rtol=2e-4)
 
 
 # -- learner pieces --------------------------------------------------------------------------------
