@@ -105,13 +105,13 @@ def gpu():
 
 
 def scores():
-  """cpu with every registered curiosity score, and the settings of replay, the curriculum's signal and the
-  distractor in reach of an override (`--config.learner.replay=stage`, `--config.curriculum.signal=heldout`,
-  `--config.distractor.share=0.25`)."""
+  """cpu with every registered curiosity score, stage-balanced replay and the curriculum's held-out signal,
+  and a distractor whose share of the action space is in reach of an override (`--config.distractor.share=0.25`)."""
   c = cpu()
   c.regimes = ("curiosity", "progress", "random", "fixed_order", "disagreement", "gamma_progress")
-  c.learner.replay = "ring"          # "stage": an equal part of the buffer per stage
-  c.curriculum.signal = "play"       # "heldout": every stage's error on monitor transitions (curriculum.py)
+  # Both chosen on validation (root seed 1, docs/developmental.md) over "ring" and "play"
+  c.learner.replay = "stage"         # an equal part of the buffer per stage; "ring": the latest transitions
+  c.curriculum.signal = "heldout"    # every stage's error on monitor transitions (curriculum.py); "play"
   c.curiosity.update(dict(ensemble=4, bootstrap=0.5, gamma=0.95))
   c.distractor = ml_collections.ConfigDict(dict(share=0.0, noise=1.0))   # share of the action space; std in units
   c.eval.probes = c.eval.probes + ("rubber_shatters",)   # a fifth probe, on a material no other probe uses
@@ -126,7 +126,7 @@ def scores_smoke():
   for section in ("play", "model", "curriculum", "eval", "render"):
     c[section] = small[section]
   c.seeds = small.seeds
-  c.curriculum.signal = "heldout"
+  c.curriculum.signal = "heldout"    # the smoke curriculum section replaced cpu's
   c.learner.update(dict(replay_size=256, replay_batch=16, updates_per_round=1, replay="stage"))
   c.curiosity.update(dict(candidates=4, ensemble=2))
   c.distractor.share = 0.25
