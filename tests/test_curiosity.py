@@ -5,24 +5,15 @@ docs/developmental.md, Regimes), on the smoke config's shapes: a file of its own
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
-from jaxlab.core.config import load
 from jaxlab.developmental import curiosity, distractor, experiment, learner, world_model
 from jaxlab.developmental.population import Population
 from synthetic_worlds import noisy_push
-
-SMOKE = f"{Path(__file__).resolve().parents[1] / 'configs' / 'developmental.py'}:smoke"
-
-
-@pytest.fixture(scope="module")
-def config():
-  return load(SMOKE, validate=experiment.validate)
-
+from test_developmental import config  # noqa: F401  (the smoke config fixture, shared)
 
 @pytest.fixture(scope="module")
 def smoke_learner(config):
