@@ -223,7 +223,6 @@ class Learner:
     by_material = jnp.sum(per_object[:, :, None, None] * objs, (0, 1)) / jnp.sum(objs, (0, 1))
     return by_stage, by_material
 
-
   def monitor(self, state: State, monitor: Batch) -> State:
     """The `heldout` curriculum signal: every stage's error on the monitor transitions, folded
     into the curriculum's averages (curriculum.observe_stages)."""
