@@ -209,6 +209,7 @@ def test_fused_program_is_the_same_on_1_and_8_devices_and_resumes_bitwise(config
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.float_sensitive
 def test_fused_program_folds_the_monitor_into_every_stage_after_each_block(config, pieces, recorded):
   """With monitor transitions (here the held-out set stands in for them) the fused program folds
   every stage's error into the curriculum after each block, as the host loop's `Population.monitor`
