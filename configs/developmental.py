@@ -6,6 +6,7 @@ versus random play versus fixed-order stages.
   jaxlab run configs/developmental.py:smoke --workdir DIR --config.backend=mjx   # the fused MJX program
   jaxlab run configs/developmental.py:cpu --workdir checkpoints/developmental     # the default (= repro)
   jaxlab run configs/developmental.py:gpu --workdir checkpoints/developmental_gpu # one accelerator, MJX
+  jaxlab run configs/developmental.py:scores_quarter --workdir DIR   # six curiosity scores, noise on 1/4
 
 Every regime and seed plays the same environment-step budget (play.episodes x play.episode_rounds x
 play.envs); the run checkpoints after every play.episodes_per_chunk episodes and a restarted
@@ -106,8 +107,10 @@ def gpu():
 
 def scores():
   """cpu with every registered curiosity score, stage-balanced replay and the curriculum's held-out signal,
-  and a distractor whose share of the action space is in reach of an override (`--config.distractor.share=0.25`)."""
+  and a distractor section (share 0 here; `scores_quarter` and `scores_half` give it a quarter and half
+  of the action space), on root seed 2: a world no choice was made on (docs/developmental.md)."""
   c = cpu()
+  c.seed = 2                         # 1: validation, where replay and signal were chosen; 0: scored before them
   c.regimes = ("curiosity", "progress", "random", "fixed_order", "disagreement", "gamma_progress")
   # Both chosen on validation (root seed 1, docs/developmental.md) over "ring" and "play"
   c.learner.replay = "stage"         # an equal part of the buffer per stage; "ring": the latest transitions
@@ -118,6 +121,20 @@ def scores():
   return c
 
 
+def scores_quarter():
+  """scores with the distractor on a quarter of the action space."""
+  c = scores()
+  c.distractor.share = 0.25
+  return c
+
+
+def scores_half():
+  """scores with the distractor on half of the action space."""
+  c = scores()
+  c.distractor.share = 0.5
+  return c
+
+
 def scores_smoke():
   """scores at the smoke variant's size, with stage-balanced replay, the held-out curriculum signal and a
   distractor on a quarter of the actions."""
@@ -125,7 +142,7 @@ def scores_smoke():
   small = smoke()
   for section in ("play", "model", "curriculum", "eval", "render"):
     c[section] = small[section]
-  c.seeds = small.seeds
+  c.seed, c.seeds = small.seed, small.seeds
   c.curriculum.signal = "heldout"    # the smoke curriculum section replaced cpu's
   c.learner.update(dict(replay_size=256, replay_batch=16, updates_per_round=1, replay="stage"))
   c.curiosity.update(dict(candidates=4, ensemble=2))
@@ -136,4 +153,4 @@ def scores_smoke():
 
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "repro": cpu, "smoke": smoke, "gpu": gpu, "scores": scores,
-                      "scores_smoke": scores_smoke})
+                      "scores_quarter": scores_quarter, "scores_half": scores_half, "scores_smoke": scores_smoke})
