@@ -75,6 +75,7 @@ _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 _CALLS = re.compile(r"(?:calls|to_apply|true_computation|false_computation)=([\w.\-]+)")
 _CALL_LISTS = re.compile(r"(?:branch_computations|called_computations)=\{([^}]*)\}")
 COSTS = ("flops", "transcendentals", "bytes accessed")
+_STANDALONE: dict = {}   # HLO text hash -> {computation: its cost run once}
 
 
 def xla_cost(compiled) -> dict:
@@ -98,11 +99,12 @@ def _computations(text: str) -> tuple[dict, str]:
   return out, entry
 
 
-def loop_weighted_cost(compiled, unknown_trips: int = 1) -> dict:
+def loop_weighted_cost(compiled, unknown_trips: int = 1, inner_trips: int = 1) -> dict:
   """FLOPs, transcendentals and bytes accessed of one execution of `compiled` (per device), every while
   loop's body and condition counted as often as they run. Loops without a trip count known to XLA
   count `unknown_trips` times in the entry computation (the map_runs block loop, whose count is a
-  runtime argument), once elsewhere; `uncounted_loops` says how many of those there were.
+  runtime argument), `inner_trips` times elsewhere (a solver's iterations until it converges: give
+  its limit for an upper bound); `uncounted_loops` says how many of those there were.
 
   XLA's cost analysis has no trip counts, so each loop body is costed by XLA as a module of its own
   (jaxlib's HLO parser and module cost analysis, which JAX does not export)."""
@@ -115,13 +117,32 @@ def loop_weighted_cost(compiled, unknown_trips: int = 1) -> dict:
   text = executable.hlo_modules()[0].to_string(options)
   comps, entry = _computations(text)
   names = list(comps)
+  standalone = _STANDALONE.setdefault(hash(text), {})   # shared by calls on one program with other trip counts
 
-  standalone = {}
+  def called(line):   # the computations an instruction calls, loops aside
+    return [c for c in _CALLS.findall(line) + [c.strip() for group in _CALL_LISTS.findall(line) for c in group.split(",")]
+            if c in comps]
 
-  def alone(name):   # XLA's cost of `name` run once, its loops' bodies once
+  def callees(name):   # the computations `name` calls directly: loop conditions and bodies, calls, branches
+    out = []
+    for line in comps[name]:
+      m = _WHILE.search(line)
+      out += [m.group(1), m.group(2)] if m else called(line)
+    return out
+
+  def reachable(name):
+    seen, todo = {name}, [name]
+    while todo:
+      for c in callees(todo.pop()):
+        if c not in seen:
+          seen.add(c)
+          todo.append(c)
+    return seen
+
+  def alone(name):   # XLA's cost of `name` run once, its loops' bodies once (a module of what it calls)
     if name not in standalone:
-      lines = [f"HloModule {name}"]
-      for other in names:
+      lines, keep = [f"HloModule {name}"], reachable(name)
+      for other in (n for n in names if n in keep):
         head, *rest = comps[other]
         head = head.removeprefix("ENTRY ")
         lines += [("ENTRY " + head) if other == name else head, *rest, ""]
@@ -129,7 +150,7 @@ def loop_weighted_cost(compiled, unknown_trips: int = 1) -> dict:
       standalone[name] = np.array([cost.get(k, 0.0) for k in COSTS])
     return standalone[name]
 
-  uncounted = [0]
+  uncounted = set()
 
   def loops(name, top):   # (condition, body, trips) of every loop `name` runs, through calls and branches
     for line in comps[name]:
@@ -141,22 +162,25 @@ def loop_weighted_cost(compiled, unknown_trips: int = 1) -> dict:
         elif top:
           trips = unknown_trips
         else:
-          trips, uncounted[0] = 1, uncounted[0] + 1
+          trips = inner_trips
+          uncounted.add(line)
         yield m.group(1), m.group(2), trips
         continue
-      callees = _CALLS.findall(line) + [c.strip() for group in _CALL_LISTS.findall(line) for c in group.split(",")]
-      for callee in callees:
-        if callee in comps:
-          yield from loops(callee, False)
+      for callee in called(line):
+        yield from loops(callee, False)
+
+  memo = {}
 
   def weighted(name, top=False):
-    total = alone(name).copy()
-    for condition, body, trips in loops(name, top):
-      total += trips * weighted(body) - alone(body) + (trips + 1) * weighted(condition) - alone(condition)
-    return total
+    if (name, top) not in memo:
+      total = alone(name).copy()
+      for condition, body, trips in loops(name, top):
+        total += trips * weighted(body) - alone(body) + (trips + 1) * weighted(condition) - alone(condition)
+      memo[name, top] = total
+    return memo[name, top]
 
   total = weighted(entry, top=True)
-  return {**dict(zip(COSTS, map(float, total))), "uncounted_loops": uncounted[0]}
+  return {**dict(zip(COSTS, map(float, total))), "uncounted_loops": len(uncounted)}
 
 
 def _calls(n: int, m, block: int) -> list[tuple[int, np.ndarray]]:

@@ -63,3 +63,17 @@ def test_loop_bodies_are_costed_once_per_trip():
   assert cost["bytes accessed"] >= 3 * 10 * 20 * 2 * 4000          # each trip reads and writes the carry
   once = roofline.xla_cost(compiled)                                 # XLA's own figure: each body once
   assert once["flops"] < 2 * 2000 + 100
+
+
+def test_an_inner_loop_without_a_trip_count_is_costed_at_the_bound_given():
+  # A solver-like inner loop whose count is data: counted once by default, `inner_trips` times when given.
+  def program(x, count):
+    inner = lambda c: jax.lax.fori_loop(0, count[1], lambda i, c: c * 2 + 1, c)
+    return jax.lax.fori_loop(0, count[0], lambda i, c: inner(c), x)
+
+  compiled = jax.jit(program).lower(jnp.ones(1000, jnp.float32), np.array([3, 7], np.int32)).compile()
+  once = roofline.loop_weighted_cost(compiled, unknown_trips=3)
+  bounded = roofline.loop_weighted_cost(compiled, unknown_trips=3, inner_trips=7)
+  assert once["uncounted_loops"] == bounded["uncounted_loops"] == 1
+  assert 3 * 2000 <= once["flops"] < 1.01 * 3 * 2000 + 100
+  assert 3 * 7 * 2000 <= bounded["flops"] < 1.01 * 3 * 7 * 2000 + 100
