@@ -90,8 +90,9 @@ def sweep_program(name: str, size: str):
   return program, (rows, count), {"runs": rows}, None
 
 
-def developmental_program(size: str):
-  """The fused MJX chunk program of the developmental experiment, over its whole population."""
+def developmental_program(size: str, variant: tuple[str, list[str]] | None = None):
+  """The fused MJX chunk program of the developmental experiment, over its whole population, at the
+  size's variant (or `variant`: a config variant's name and its overrides)."""
   import jax
   import jax.numpy as jnp
   from jaxlab.core import config as config_lib, mesh as mesh_lib
@@ -99,8 +100,8 @@ def developmental_program(size: str):
   from jaxlab.physics import STAGES
   from jaxlab.physics.api import OBJ_DIM
 
-  variant, overrides = DEVELOPMENTAL[size]
-  config = config_lib.load(f"configs/developmental.py:{variant}", overrides, experiment.validate)
+  name, overrides = variant or DEVELOPMENTAL[size]
+  config = config_lib.load(f"configs/developmental.py:{name}", overrides, experiment.validate)
   p = config.play
   pcfg = experiment.physics_config(config)
   dims, action_dims = experiment.dims_of(pcfg)
