@@ -5,6 +5,9 @@ hence a file of its own."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +16,9 @@ from jaxlab import physics
 from jaxlab.core import results
 from jaxlab.core.config import load
 from jaxlab.developmental import experiment
-from launch.main import main
 
-SMOKE = f"{Path(__file__).resolve().parents[1] / 'configs' / 'developmental.py'}:smoke"
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = f"{ROOT / 'configs' / 'developmental.py'}:smoke"
 
 
 def test_mjx_smoke_end_to_end(tmp_path):
@@ -25,7 +28,12 @@ def test_mjx_smoke_end_to_end(tmp_path):
   MjxSim still works)."""
   config = load(SMOKE, validate=experiment.validate)
   chunk = f"--config.play.episodes={config.play.episodes_per_chunk}"
-  assert main(["run", SMOKE, "--workdir", str(tmp_path), "--config.backend=mjx", chunk]) == 0
+  # In a process of its own (this session's devices, flags and compilation cache): a crash in native
+  # code then fails this test with its stack instead of ending the test worker.
+  done = subprocess.run([sys.executable, "-m", "launch.main", "run", SMOKE, "--workdir", str(tmp_path),
+                         "--config.backend=mjx", chunk], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                        capture_output=True, text=True, timeout=1500)
+  assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-6000:]
   _, table, res = results.load(tmp_path)
   assert np.isfinite(res["eval_stage"]).all() and np.isfinite(res["loss_world"]).all()
   assert res["valid"].mean() > 0.95
