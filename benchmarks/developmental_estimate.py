@@ -2,7 +2,7 @@
 MJX chunk program against the chip's roofline.
 
   python benchmarks/developmental_estimate.py --json out.json   # the gpu variant (compiles 2-4 min on 2 cores)
-  python benchmarks/developmental_estimate.py --size tiny       # the MJX smoke run's size (what the tests call)
+  python benchmarks/developmental_estimate.py --size tiny       # the MJX smoke run's size (about 4 min)
 
 The program is the one `benchmarks/export.py` lowers for cuda and tpu (developmental/fused.py, the whole
 population, one chunk of play and learning), compiled here for this CPU. Its work is XLA's cost
