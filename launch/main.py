@@ -3,7 +3,7 @@
   jaxlab run CONFIG.py[:variant] --workdir DIR [--config.FIELD=VALUE ...] [--no-compile-cache] [--distributed ...]
   jaxlab report DIR
   jaxlab eval DIR --data DATA_DIR --out OUT
-  jaxlab verify DIR | --all [--quick] [--experiment NAME ...]
+  jaxlab verify DIR | --all [--quick] [--experiment NAME ...] [--record]
   jaxlab receipt DIR
   jaxlab receipts
 
@@ -20,11 +20,13 @@ anything again, writing predictions and a report to OUT (experiments with an `ev
 latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py). `verify`
 checks a finished run against the committed receipt of its experiment and variant
 (results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode it matched in,
-and exits 1 naming every row that disagrees; `--all` reruns every receipt's
-variant first (`--quick`: the smoke ones), and one that fails to run is reported while the rest
-are still checked. `receipt` commits a finished run as its variant's receipt; `receipts` lists
-them with their commit and whether their experiment's code changed since
-(jaxlab/core/receipts.py says how receipts are matched). For several processes (a GPU or TPU cluster, or two CPU processes on one
+and exits 1 naming every row that disagrees; `--all` reruns every receipt's variant first
+(`--quick`: the smoke ones), and one that fails to run is reported while the rest are still
+checked; `--record` writes verified.json (the run's commit, the mode, the date) beside each receipt
+a clean commit's run agrees with. `receipt` commits a finished run as its variant's receipt;
+`receipts` lists them with their commit, their last recorded verification and whether their
+experiment's code changed since the later of the two (jaxlab/core/receipts.py says how receipts
+are matched). For several processes (a GPU or TPU cluster, or two CPU processes on one
 machine) pass --distributed: with no other flags JAX detects the cluster (TPU, SLURM, Open MPI,
 Kubernetes); see docs/scaling.md.
 """
@@ -68,6 +70,8 @@ def _parser():
   verify.add_argument("--match", choices=("bitwise", "seed"), help="override the receipt's matching")
   verify.add_argument("--receipts", help="the receipts folder (default: results/ of this checkout)")
   verify.add_argument("--verbose", action="store_true", help="list every figure, not only disagreements")
+  verify.add_argument("--record", action="store_true",
+                      help="write verified.json beside each receipt the run agrees with (a clean commit's run only)")
   receipt = sub.add_parser("receipt", help="commit a finished run as its variant's receipt")
   receipt.add_argument("workdir")
   receipt.add_argument("--match", choices=("bitwise", "seed"), default="bitwise",
@@ -221,6 +225,10 @@ def _verify(args) -> int:
     for check in result.failures:
       print(f"jaxlab: {result.receipt}: {check.kind} {check.name} disagrees ({check.why})", file=sys.stderr)
     unchecked = f", {len(result.unchecked)} unchecked" if result.unchecked else ""
+    if args.record:
+      written, why = receipts.record(result, root)
+      print(f"recorded in {written}" if written else f"jaxlab: not recorded: {why}",
+            file=sys.stdout if written else sys.stderr)
     outcomes.append((name or str(workdir), ("agrees" if result.ok else f"{len(result.failures)} disagree") + unchecked))
   if len(outcomes) > 1:
     from jaxlab.core import report

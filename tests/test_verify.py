@@ -208,8 +208,59 @@ def test_receipts_lists_each_with_its_commit(capsys):
   out = capsys.readouterr().out
   for experiment, variant in receipts.find():
     assert f"| {experiment}/{variant} |" in out
-  assert "jaxlab/core" in receipts.code_paths("latent_pager") and "jaxlab/paging" in receipts.code_paths("latent_pager")
-  assert "configs/org_forms.py" in receipts.code_paths("org_forms")
+  assert "| last verified at | code changed since |" in out
+
+
+def test_code_paths_are_the_modules_an_experiment_imports_its_config_and_weights():
+  pager = set(receipts.code_paths("latent_pager"))
+  assert {"jaxlab/paging/pipeline.py", "jaxlab/lm/qwen3.py", "jaxlab/core/config.py", "jaxlab/__init__.py",
+          "configs/latent_pager.py", "models/lm_base", "models/latent_pager_pointer"} <= pager
+  org = receipts.code_paths("org_forms")
+  assert "jaxlab/swarm/org_forms/model.py" in org and "configs/org_forms.py" in org
+  assert not any(p.startswith("jaxlab/swarm/hidden_gems") for p in org)
+  for experiment in receipts.experiments.EXPERIMENTS:   # tools that only read runs leave receipts current
+    assert not {"jaxlab/core/receipts.py", "jaxlab/core/export.py"} & set(receipts.code_paths(experiment))
+
+
+def test_imports_are_found_inside_functions_relative_and_over_lines(tmp_path):
+  file = tmp_path / "m.py"
+  file.write_text("import os\nfrom . import sibling\n\ndef f():\n  from ..core import (config,\n    mesh)\n"
+                  "  import jaxlab.lm.qwen3\n")
+  assert receipts._imported(file, "jaxlab.paging.m") == {
+      "jaxlab.paging", "jaxlab.paging.sibling", "jaxlab.core", "jaxlab.core.config", "jaxlab.core.mesh",
+      "jaxlab.lm.qwen3"}
+
+
+def test_a_clean_runs_agreement_is_recorded_and_makes_the_receipt_current(copy, tmp_path, capsys):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
+  head = receipts._git("rev-parse", "HEAD")
+  made = json.loads((RECEIPT / "receipt.json").read_text())["provenance"]
+  verified = root / "hidden_gems" / "smoke" / receipts.VERIFIED
+
+  (copy / "provenance.json").write_text(json.dumps(dict(made, commit=head, dirty=True)))
+  assert launch.main(["verify", str(copy), "--receipts", str(root), "--record"]) == 0
+  assert "not recorded: the run's code was not a clean commit" in capsys.readouterr().err
+  assert not verified.exists()
+  row, = receipts.listing(root)
+  assert row["verified"] is None and row["commit"] == made["commit"]
+
+  (copy / "provenance.json").write_text(json.dumps(dict(made, commit=head, dirty=False)))
+  assert launch.main(["verify", str(copy), "--receipts", str(root), "--record"]) == 0
+  assert f"recorded in {verified}" in capsys.readouterr().out
+  record = json.loads(verified.read_text())
+  assert record["commit"] == head and record["match"] in receipts.MATCHES and record["unchecked"] == 0
+  assert record["agree"] > 100 and record["machine"] == receipts.machine()
+  row, = receipts.listing(root)
+  assert row["verified"]["commit"] == head and row["code_changed_since"] == []   # counted from the later commit
+  assert f"| {head[:12]} ({record['match']}, {record['date']}) | no |" in receipts.listing_table([row])
+
+  verified.unlink()
+  _edit(copy / "summary.json", lambda s: s["figures"][FIGURE].update(
+      mean=s["figures"][FIGURE]["mean"] + 10 * s["figures"][FIGURE]["sd"]))
+  assert launch.main(["verify", str(copy), "--receipts", str(root), "--record"]) == 1
+  assert re.search(r"not recorded: \d+ disagree", capsys.readouterr().err) and not verified.exists()
 
 
 def test_receipt_command_writes_what_verify_reads(copy, tmp_path, capsys):

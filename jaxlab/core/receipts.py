@@ -9,8 +9,9 @@ its numeric libraries, the device, the CPU instruction set XLA generated code fo
 line). `jaxlab run` writes that provenance to the workdir; `jaxlab receipt WORKDIR` makes the
 receipt; `jaxlab verify WORKDIR` checks a run against the receipt of its experiment and variant;
 `jaxlab verify --all [--quick]` reruns every receipt's variant (only smoke with --quick) and
-checks each; `jaxlab receipts` lists the receipts and whether their experiment's code changed
-since their commit.
+checks each (`--record` writes `verified.json` beside a receipt a clean commit's run agrees with);
+`jaxlab receipts` lists the receipts and whether the files their results depend on changed since
+the later of their commit and their last recorded verification.
 
 Two modes of matching figures:
 - `bitwise`, on the receipt's machine kind (backend, CPU architecture and the vector extensions
@@ -35,7 +36,9 @@ judged on wall-clock time, rows that cite timing.json, only where the receipt ke
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import datetime
 import importlib
 import importlib.metadata
 import json
@@ -59,6 +62,7 @@ SEED_Z = 4.0
 FILES = ("config.json", "summary.json", "report.md")
 TIMING = "timing.json"
 PROVENANCE = "provenance.json"
+VERIFIED = "verified.json"
 # x86 vector extensions that change what XLA's CPU backend emits (and so the last bits), in the
 # order of `--xla_cpu_max_isa`'s levels: a cap drops every extension above it.
 _ISA = ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile")
@@ -580,35 +584,102 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
 
 # --- which receipts are older than their code ------------------------------------------------
 
+def _module_file(name: str) -> Path | None:
+  path = REPO / Path(*name.split("."))
+  if path.with_suffix(".py").is_file():
+    return path.with_suffix(".py")
+  return path / "__init__.py" if (path / "__init__.py").is_file() else None
+
+
+def _imported(file: Path, name: str) -> set[str]:
+  """The jaxlab modules `file` (module `name`) imports anywhere in its body, functions included."""
+  package = name if file.name == "__init__.py" else name.rpartition(".")[0]
+  found = set()
+  for node in ast.walk(ast.parse(file.read_text())):
+    if isinstance(node, ast.Import):
+      found |= {a.name for a in node.names}
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ""
+      if node.level:
+        parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+        base = ".".join(parts + ([node.module] if node.module else []))
+      found |= {base} | {f"{base}.{a.name}" for a in node.names}
+  return {n for n in found if n == "jaxlab" or n.startswith("jaxlab.")}
+
+
 def code_paths(experiment: str) -> list[str]:
-  """The files an experiment's results depend on, relative to the repository: its package, the
-  jaxlab packages that package imports (core included), and its config file."""
+  """The files an experiment's results depend on, relative to the repository: every module of its
+  package and every jaxlab module they import, transitively (parent packages' __init__ included);
+  its config file; and the model folders the config names (weights it reads). Tools that only
+  read runs (this module, export) are not among them, so changing them leaves receipts current."""
   module = importlib.import_module(experiments.EXPERIMENTS[experiment])
   package = Path(module.__file__).parent
-  families = set()
-  for path in package.rglob("*.py"):
-    families |= set(re.findall(r"^\s*(?:from|import) jaxlab\.(\w+)", path.read_text(), re.M))
-  paths = {str(package.relative_to(REPO))} | {f"jaxlab/{f}" for f in families if (REPO / "jaxlab" / f).exists()}
+  todo = [".".join(f.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+          for f in sorted(package.rglob("*.py"))]
+  files = {}
+  while todo:
+    name = todo.pop()
+    file = None if name in files else _module_file(name)
+    if file is None:
+      continue
+    files[name] = file
+    parts = name.split(".")
+    todo += [".".join(parts[:i]) for i in range(1, len(parts))] + sorted(_imported(file, name))
+  paths = {str(f.relative_to(REPO)) for f in files.values()}
   config = REPO / "configs" / f"{experiment}.py"
-  return sorted(paths | ({str(config.relative_to(REPO))} if config.is_file() else set()))
+  if config.is_file():
+    paths.add(str(config.relative_to(REPO)))
+    paths |= {m for m in re.findall(r"[\"'](models/[\w.-]+)", config.read_text()) if (REPO / m).exists()}
+  return sorted(paths)
+
+
+def _latest(a: str | None, b: str | None) -> str | None:
+  """Of two commits, the later one (the other being its ancestor); either when one is unknown."""
+  if not (a and b):
+    return a or b
+  return b if _git("merge-base", "--is-ancestor", a, b) is not None else a
 
 
 def listing(root: Path = RESULTS) -> list[dict]:
-  """Every receipt with its commit and the commits since then that touched its experiment's code."""
+  """Every receipt with its commit, its last recorded verification, and the commits since the
+  later of the two that touched its experiment's code."""
   rows = []
   for experiment, variant in find(root):
     where = folder(experiment, variant, root)
     meta = _read(where / "receipt.json") if (where / "receipt.json").is_file() else {}
     made = meta.get("provenance") or {}
+    checked = _read(where / VERIFIED) if (where / VERIFIED).is_file() else {}
     commit = made.get("commit")
     since = None
-    if commit:
-      log = _git("log", "--format=%h", f"{commit}..HEAD", "--", *code_paths(experiment))
+    current = _latest(commit, checked.get("commit"))
+    if current:
+      log = _git("log", "--format=%h", f"{current}..HEAD", "--", *code_paths(experiment))
       since = None if log is None else [line for line in log.splitlines() if line]
     committed = _git("log", "-1", "--format=%h", "--", str(where / "summary.json"))
     rows.append({"experiment": experiment, "variant": variant, "commit": commit, "dirty": made.get("dirty"),
-                 "match": meta.get("match"), "code_changed_since": since, "committed_in": committed or None})
+                 "match": meta.get("match"), "verified": checked or None, "code_changed_since": since,
+                 "committed_in": committed or None})
   return rows
+
+
+def record(result: Verification, root: Path = RESULTS) -> tuple[Path | None, str]:
+  """Writes the receipt's verified.json after a verification that agreed: the run's commit, the
+  mode and the machine kind it matched on, the counts, and the date, so `jaxlab receipts` can tell
+  a receipt shown to hold at later code from one older than its code. Refuses (None and why) when
+  the run disagreed, or came from a dirty tree or an unknown commit."""
+  run = result.provenance[1] or {}
+  if not result.ok:
+    return None, f"{len(result.failures)} disagree"
+  if not run.get("commit") or run.get("dirty") is not False:
+    return None, "the run's code was not a clean commit (provenance.json: commit, dirty)"
+  config = _read(result.workdir / "config.json")
+  where = folder(config["experiment"], config["variant"], root)
+  count = lambda v: sum(c.ok is v for c in result.checks)
+  report.write_json(where / VERIFIED, {
+      "commit": run["commit"], "date": datetime.date.today().isoformat(), "match": result.match,
+      "why": result.note, "machine": machine(), "agree": count(True), "unchecked": count(None),
+      "command": run.get("command")})
+  return where / VERIFIED, "recorded"
 
 
 def listing_table(rows: list[dict]) -> str:
@@ -620,8 +691,12 @@ def listing_table(rows: list[dict]) -> str:
     n = len(r["code_changed_since"])
     return f"yes: {n} commit{'s' if n > 1 else ''} ({', '.join(r['code_changed_since'][:3])}{', ...' if n > 3 else ''})" \
         if n else "no"
+
+  def verified(r):
+    v = r["verified"]
+    return f"{v['commit'][:12]} ({v['match']}, {v['date']})" if v else "never"
   return report.markdown_table(
-      ["receipt", "match", "made at commit", "summary committed in", "code changed since"],
+      ["receipt", "match", "made at commit", "summary committed in", "last verified at", "code changed since"],
       [[f"{r['experiment']}/{r['variant']}", r["match"] or "seed",
         (r["commit"] or "none")[:12] + (" (dirty)" if r["dirty"] else ""), r["committed_in"] or "not committed",
-        changed(r)] for r in rows])
+        verified(r), changed(r)] for r in rows])
