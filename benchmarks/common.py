@@ -253,7 +253,8 @@ def compare(module: str, size: str, repeats: int = 2, log=print) -> dict:
 
 def scaling(module: str, size: str, powers=range(6, 15), cap_s: float = 60.0, log=print) -> dict:
   """Runs per second against batch size on one core, JAX and batched NumPy, with JAX's compile
-  time per size. A side stops growing once one call took longer than `cap_s` seconds."""
+  time per size, then any curves the family adds (`extra_curves(size, cap_s, log)`: org forms'
+  Mesa). A side stops growing once one call took longer than `cap_s` seconds."""
   fam = importlib.import_module(module)
   curve = {"jax": [], "numpy": []}
   for p in powers:
@@ -264,19 +265,23 @@ def scaling(module: str, size: str, powers=range(6, 15), cap_s: float = 60.0, lo
       curve[kind].append(dict(runs=2 ** p, seconds=m["seconds"], rate=_rate(m), compile_s=m.get("compile_s")))
       compiled = f", compile {m['compile_s']:.1f} s" if "compile_s" in m else ""
       log(f"  {kind:5s} {2 ** p:6d} {fam.UNIT}: {_rate(m):11.1f} {fam.UNIT}/s{compiled}")
+  if hasattr(fam, "extra_curves"):   # a family's other peers (org forms: Mesa), at batches of their own
+    curve.update(fam.extra_curves(size, cap_s, log=log))
   return dict(family=fam.NAME, unit=fam.UNIT, cap_s=cap_s, curve=curve)
 
 
-def plot_scaling(result: dict, path) -> None:
+def plot_scaling(result: dict, path) -> list[str]:
+  """Plots every curve of `result` at `path`; returns the legend's labels."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
   fig, ax = plt.subplots(figsize=(5.2, 3.4), dpi=100)
-  for kind, style in (("jax", "o-"), ("numpy", "s--")):
-    pts = result["curve"][kind]
-    ax.plot([p["runs"] for p in pts], [p["rate"] for p in pts], style,
-            label="JAX, 1 core" if kind == "jax" else "batched NumPy, 1 core")
+  labels = {"jax": ("o-", "JAX, 1 core"), "numpy": ("s--", "batched NumPy, 1 core"),
+            "mesa_1core": ("^:", "Mesa batch_run, 1 process"), "mesa_all": ("v:", "Mesa batch_run, 1 process per core")}
+  for kind, pts in result["curve"].items():
+    style, label = labels.get(kind, (".-", kind))
+    ax.plot([p["runs"] for p in pts], [p["rate"] for p in pts], style, label=label)
   for p in result["curve"]["jax"]:
     ax.annotate(f"{p['compile_s']:.1f}s", (p["runs"], p["rate"]), textcoords="offset points",
                 xytext=(0, 6), ha="center", fontsize=6)
@@ -287,7 +292,9 @@ def plot_scaling(result: dict, path) -> None:
   ax.grid(alpha=0.3, which="both")
   fig.tight_layout()
   fig.savefig(path)
+  labels = [line.get_label() for line in ax.get_lines()]
   plt.close(fig)
+  return labels
 
 
 def main_for(module: str, doc: str, more=None) -> None:

@@ -1,7 +1,7 @@
 """Org forms (swarm-org-forms.md): the jitted, sharded model against batched NumPy and Mesa, fairly.
 
   python benchmarks/org_forms.py                          # CPU: 2,700 runs of the main grid
-  python benchmarks/org_forms.py --scaling docs/benchmarks_org_forms.png   # + runs/s vs batch size
+  python benchmarks/org_forms.py --scaling docs/benchmarks_org_forms.png   # + runs/s vs batch size, Mesa's too
   python benchmarks/org_forms.py --size gpu               # 27,000 runs (JAX columns are the point there)
 
 Runs are the `repro` main grid (3 structures x 5 coordinator x 3 specialist x 2 communicator
@@ -99,45 +99,76 @@ def numpy_loop(size: str, start: int, stop: int) -> list:
 # ---------------------------------------------------------------------------------------------
 # The Mesa columns.
 
-def mesa_parameters(size: str) -> dict:
-  """`mesa.batch_run` parameters of the Mesa columns: the main grid as a product of its axes
-  (`tiny`: the first share of each) with SIZES[size]["mesa_seeds"] seeds."""
+def mesa_grid(axes: int, seeds: int) -> dict:
+  """`mesa.batch_run` parameters: every structure, the first `axes` of the main grid's share axes
+  (coordinators, specialists, communicators) in full and the others at their first value, and
+  `seeds` seeds."""
   config = repro()
   g = config.grid
-  axis = (lambda v: list(v[:1])) if size == "tiny" else list
-  return dict(structure=list(g.structures), coord_share=axis(g.coord_shares), spec_share=axis(g.spec_shares),
-              comm_share=axis(g.comm_shares), alpha=config.alpha, gamma=config.gamma,
-              seed=list(range(SIZES[size]["mesa_seeds"])))
+  shares = [list(v) if i < axes else list(v[:1]) for i, v in enumerate((g.coord_shares, g.spec_shares, g.comm_shares))]
+  return dict(structure=list(g.structures), coord_share=shares[0], spec_share=shares[1], comm_share=shares[2],
+              alpha=config.alpha, gamma=config.gamma, seed=list(range(seeds)))
 
 
-def mesa_runs(size: str) -> int:
-  return math.prod(len(v) for v in mesa_parameters(size).values() if isinstance(v, list))
+def mesa_parameters(size: str) -> dict:
+  """The Mesa columns' parameters: the main grid (`tiny`: the first share of each axis) with
+  SIZES[size]["mesa_seeds"] seeds."""
+  return mesa_grid(0 if size == "tiny" else 3, SIZES[size]["mesa_seeds"])
 
 
-def mesa_worker(size: str, processes: int) -> dict:
-  """Times one `org_forms_mesa.batch` of the Mesa column on `processes` processes, in this process."""
+def mesa_runs(parameters: dict) -> int:
+  return math.prod(len(v) for v in parameters.values() if isinstance(v, list))
+
+
+def mesa_worker(parameters: dict, processes: int) -> dict:
+  """Times one `org_forms_mesa.batch` over `parameters` on `processes` processes, in this process."""
   from benchmarks import org_forms_mesa
   from jaxlab.swarm.org_forms import model
   k, _ = setup()
-  constants, parameters = org_forms_mesa.constants(k, model.PROTOTYPES), mesa_parameters(size)
+  constants = org_forms_mesa.constants(k, model.PROTOTYPES)
   cpu0, t0 = common._cpu_seconds(), time.perf_counter()
   runs = org_forms_mesa.batch(parameters, constants, processes)
   seconds, cpu = time.perf_counter() - t0, common._cpu_seconds() - cpu0
   return dict(runs=len(runs), seconds=seconds, cpu_s=cpu, cores_used=cpu / seconds, processes=processes)
 
 
-def measure_mesa(size: str, cores: int) -> dict:
+def measure_mesa(parameters: dict, cores: int) -> dict:
   """`mesa_worker` in a fresh process limited to `cores` cores, with one process per core."""
   allowed = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:cores])
   code = ("import json, sys; from benchmarks import org_forms; "
-          "print(json.dumps(org_forms.mesa_worker(sys.argv[1], int(sys.argv[2]))))")
+          "print(json.dumps(org_forms.mesa_worker(json.loads(sys.argv[1]), int(sys.argv[2]))))")
   env = {**os.environ, **common.ONE_THREAD, "PYTHONPATH": str(common.ROOT), "JAX_PLATFORMS": "cpu"}
   # `python -c`: batch_run's spawned workers re-import no main script, only org_forms_mesa (no JAX).
-  done = subprocess.run(["taskset", "-c", allowed, sys.executable, "-c", code, size, str(cores)],
+  done = subprocess.run(["taskset", "-c", allowed, sys.executable, "-c", code, json.dumps(parameters), str(cores)],
                         env=env, cwd=common.ROOT, capture_output=True, text=True)
   if done.returncode != 0:
-    raise RuntimeError(f"mesa worker ({size}, {cores} cores) failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    raise RuntimeError(f"mesa worker ({mesa_runs(parameters)} runs, {cores} cores) failed:\n{done.stdout[-2000:]}\n"
+                       f"{done.stderr[-4000:]}")
   return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# The Mesa scaling curve's batches as (full share axes, seeds): 3, 15, 45, 90, 180 and 360 runs.
+MESA_CURVE = ((0, 1), (1, 1), (2, 1), (3, 1), (3, 2), (3, 4))
+
+
+def extra_curves(size: str, cap_s: float, log=print) -> dict:
+  """Mesa's runs per second against batch size, on 1 process and on one per core (each batch in a
+  fresh pinned process, batch_run's pool start included); {} when Mesa is not installed. A curve
+  stops growing once one batch took longer than `cap_s` seconds."""
+  if importlib.util.find_spec("mesa") is None:
+    log("  mesa: not installed (pip install -e '.[bench]'); no Mesa curve")
+    return {}
+  curves = {}
+  for key, cores in (("mesa_1core", 1), ("mesa_all", common.CORES)):
+    curves[key] = []
+    for axes, seeds in MESA_CURVE[:2] if size == "tiny" else MESA_CURVE:
+      if curves[key] and curves[key][-1]["seconds"] > cap_s:
+        break
+      m = measure_mesa(mesa_grid(axes, seeds), cores)
+      curves[key].append(dict(runs=m["runs"], seconds=m["seconds"], rate=m["runs"] / m["seconds"], compile_s=None))
+      log(f"  {key:10s} {m['runs']:6d} {UNIT}: {m['runs'] / m['seconds']:11.1f} {UNIT}/s "
+          f"(batch_run on {m['processes']} process(es))")
+  return curves
 
 
 def mesa_columns(size: str, compared: dict, log=print) -> dict | None:
@@ -148,7 +179,7 @@ def mesa_columns(size: str, compared: dict, log=print) -> dict | None:
     return None
   cols = {}
   for key, cores in (("mesa_1core", 1), ("mesa_all", common.CORES)):
-    cols[key] = m = measure_mesa(size, cores)
+    cols[key] = m = measure_mesa(mesa_parameters(size), cores)
     log(f"  {key:12s} {m['runs']:7d} {UNIT} in {m['seconds']:8.3f} s = {m['runs'] / m['seconds']:11.1f} {UNIT}/s "
         f"({m['cores_used']:.2f} cores busy; mesa.batch_run on {m['processes']} process(es))")
   rate = lambda m: m["runs"] / m["seconds"]
@@ -171,7 +202,7 @@ def ratio_line(compared: dict, mesa: dict | None) -> str:
 
 def with_mesa(size: str, result: dict) -> str:
   """The Mesa columns after the fair comparison; the last line with both ratios."""
-  print(f"Mesa on {mesa_runs(size)} {UNIT}")
+  print(f"Mesa on {mesa_runs(mesa_parameters(size))} {UNIT}")
   result["mesa"] = mesa_columns(size, result["compare"])
   return ratio_line(result["compare"], result["mesa"])
 

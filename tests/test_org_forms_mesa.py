@@ -83,3 +83,20 @@ def test_benchmark_last_line_has_both_ratios():
   assert line.startswith("org forms: jax/numpy-batched = 5.0x (1 core), 3.2x (all cores); jax/numpy-loop = 41.0x")
   assert "jax/mesa = 812.3x (1 core), 640.0x (all cores)" in line and "runs per second" in line
   assert bench.ratio_line(r, None).endswith("jax/mesa: not measured (mesa is not installed)")
+
+
+def test_mesa_scaling_batches_grow_over_the_main_grid():
+  sizes = [bench.mesa_runs(bench.mesa_grid(axes, seeds)) for axes, seeds in bench.MESA_CURVE]
+  assert sizes == [3, 15, 45, 90, 180, 360]
+  assert bench.mesa_grid(3, 2) == bench.mesa_parameters("cpu")
+
+
+def test_the_scaling_plot_draws_every_curve_it_is_given(tmp_path):
+  from benchmarks import common
+  point = lambda n, rate: dict(runs=n, seconds=n / rate, rate=rate, compile_s=None)
+  curve = dict(jax=[dict(point(64, 900.0), compile_s=1.5)], numpy=[point(64, 500.0)],
+               mesa_1core=[point(3, 10.0), point(15, 15.0)], mesa_all=[point(3, 5.0), point(15, 20.0)])
+  labels = common.plot_scaling(dict(family="org forms", unit="runs", curve=curve), tmp_path / "curve.png")
+  assert labels == ["JAX, 1 core", "batched NumPy, 1 core", "Mesa batch_run, 1 process",
+                    "Mesa batch_run, 1 process per core"]
+  assert (tmp_path / "curve.png").is_file()
