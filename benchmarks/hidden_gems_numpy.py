@@ -7,7 +7,8 @@ of `benchmarks/hidden_gems.py` and an independent rewrite of `model.py`.
 `simulate_batch` is what a good NumPy programmer would write to sweep it: every run on a leading
 axis, float32 like the jitted model, the independent condition as one vectorized draw (no rater
 depends on another there), and a Python loop only over the raters of the two social conditions,
-who arrive one at a time, with every run x condition x world advancing together. Both take the
+who arrive one at a time, with every run x condition x world advancing together (the tally
+condition's unsorted list reuses the independent condition's visits, as the jitted model does). Both take the
 uniforms of `model.draw_uniforms` (the tests feed them JAX's; the benchmark draws them with
 NumPy's generator, `draw_uniforms`), so they compute the jitted model's figures on the same inputs.
 """
@@ -253,6 +254,9 @@ def simulate_batch(u: dict, rho, k) -> dict:
   sort = np.broadcast_to(np.array([False, True])[None, :, None], (R, 2, W)).reshape(A)
   rowwise = lambda x: np.broadcast_to(x[:, None], (R, 2) + x.shape[1:]).reshape(A, *x.shape[2:])
   order_a, ev_a, eps_a, vis_a = rowwise(order), rowwise(evidence), rowwise(eps), rowwise(u["visit"])
+  # In the unsorted list where a rater looks does not depend on the tally: the tally rows keep the
+  # independent condition's visits, and only the sorted rows draw theirs at each step.
+  seen_a, sorted_rows = rowwise(visit), np.flatnonzero(sort)
   latent_a = np.broadcast_to(latent[:, None, None, :], (R, 2, W, K)).reshape(A, K)
   noise_a = np.broadcast_to(noise[:, None, None], (R, 2, W)).reshape(A)
   tiebreak = (K - 1 - order_a).astype(F32)
@@ -262,7 +266,8 @@ def simulate_batch(u: dict, rho, k) -> dict:
   for b in range(B):
     ev = ev_a[:, b]
     rank = np.where(sort[:, None], ranked, order_a)
-    seen = _visits(exposure * by_rank[rank], vis_a[:, b:b + 1])[:, 0]
+    seen = seen_a[:, b].copy()
+    seen[sorted_rows] = _visits(exposure * by_rank[rank[sorted_rows]], vis_a[sorted_rows, b:b + 1])[:, 0]
     vote = latent_a[rows, seen] + noise_a * eps_a[:, b] > 0
     leader = np.argmax(pos - rank.astype(F32) / F32(K), axis=1)
     copy = ~ev & (pos.max(1) > 0)

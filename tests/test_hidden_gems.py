@@ -132,17 +132,28 @@ def test_without_copiers_social_worlds_are_the_independent_world():
   social_world = jax.jit(model.social_world, static_argnames="k")
   latent = jnp.linspace(-1.0, 1.0, k.n_candidates)
   raters = _raters(jnp.ones(k.raters, bool), k)
-  pos, n, _ = independent_world(latent, 0.3, raters, k=k)
-  for sort in (False, True):
-    pos_s, n_s = social_world(sort, latent, 0.3, raters, k=k)
+  pos, n, _, visits = independent_world(latent, 0.3, raters, k=k)
+  for given in (visits, None):                                # the unsorted list, then the sorted one
+    pos_s, n_s = social_world(latent, 0.3, raters, k=k, visits=given)
     np.testing.assert_array_equal(pos_s, pos)
     np.testing.assert_array_equal(n_s, n)
   # With copiers, the tally world piles positive votes on one leader.
   raters = _raters(jnp.arange(k.raters) % 2 == 0, k)
-  pos, n, split = independent_world(latent, 0.3, raters, k=k)
-  pos_t, n_t = social_world(False, latent, 0.3, raters, k=k)
+  pos, n, split, visits = independent_world(latent, 0.3, raters, k=k)
+  pos_t, n_t = social_world(latent, 0.3, raters, k=k, visits=visits)
   assert pos_t.max() > pos.max() and n_t.sum() > n.sum()
   np.testing.assert_array_equal(split.sum(0), pos)          # the U0 splits partition the cohort
+
+
+def test_in_the_unsorted_list_each_raters_visit_is_drawn_as_in_the_independent_world():
+  # The tally condition reuses the independent condition's visits: drawn one rater at a time from
+  # the seed's list order (what a scan step would draw), they are the same candidates.
+  k = model.Constants(raters=60)
+  raters = _raters(jnp.ones(k.raters, bool), k)
+  _, _, _, visits = jax.jit(model.independent_world, static_argnames="k")(jnp.zeros(k.n_candidates), 0.3, raters, k=k)
+  one = jax.jit(lambda u: model._visit(u, raters["order"], k))
+  assert np.array([int(one(u)) for u in raters["visit"]]).tolist() == np.asarray(visits).tolist()
+  assert len(set(np.asarray(visits).tolist())) > 5
 
 
 def test_overtake_keeps_the_sorted_rank():

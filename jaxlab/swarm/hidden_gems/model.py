@@ -156,37 +156,44 @@ def _visit(u, rank, k: Constants):
 
 def independent_world(latent, rho, raters, k: Constants):
   """No tally: no rater's choice depends on another's, so a world is one vectorized draw, not a
-  scan. Returns positives and ratings per candidate, and positives per U0 split (`raters["split"]`
-  is each rater's split of the cohort)."""
+  scan. Returns positives and ratings per candidate, positives per U0 split (`raters["split"]`
+  is each rater's split of the cohort), and each rater's visit."""
   visit = _visit(raters["visit"], raters["order"], k)
   positive = raters["evidence"] & (latent[visit] + jnp.sqrt(1.0 - rho) * raters["eps"] > 0)
   hot = jax.nn.one_hot(visit, k.n_candidates)
   split = (jax.nn.one_hot(raters["split"], k.worlds)[:, :, None] * (hot * positive[:, None])[:, None, :]).sum(0)
-  return (hot * positive[:, None]).sum(0), (hot * raters["evidence"][:, None]).sum(0), split
+  return (hot * positive[:, None]).sum(0), (hot * raters["evidence"][:, None]).sum(0), split, visit
 
 
-def social_world(sort, latent, rho, raters, k: Constants):
+def social_world(latent, rho, raters, visits=None, *, k: Constants):
   """The tally is visible: raters arrive one by one and those without evidence copy the leader.
-  Returns positives and ratings per candidate."""
+  Returns positives and ratings per candidate.
+
+  With `visits` None the list is sorted by the tally, so where a rater with evidence looks is
+  drawn from the current ranks at each step. Given `visits`, the list keeps the seed's order:
+  where a rater looks then does not depend on the tally, and those are the independent
+  condition's visits (the same raters, uniforms and order), drawn once instead of per step."""
   K, order = k.n_candidates, raters["order"]     # order: each candidate's unsorted list position
+  sort = visits is None
 
   def step(carry, x):
     pos, n, ranked = carry                        # ranked: position in the sorted list
-    evidence, u_visit, eps = x
-    rank = jnp.where(sort, ranked, order)
-    visit = _visit(u_visit, rank, k)
+    evidence, visit, eps = x                      # visit: its uniform when sorting, else the visit
+    rank = ranked if sort else order
+    visit = _visit(visit, rank, k) if sort else visit
     vote = latent[visit] + jnp.sqrt(1.0 - rho) * eps > 0
     leader = jnp.argmax(pos - rank / K)           # most positive votes, ties to the one shown higher
     copy = ~evidence & (pos.max() > 0)            # with no votes yet there is no leader to copy
     cand = jnp.where(evidence, visit, leader)
     positive = jnp.where(evidence, vote, copy)
     hot = jax.nn.one_hot(cand, K)
-    ranked = overtake(ranked, pos, order, cand, positive)
+    ranked = overtake(ranked, pos, order, cand, positive) if sort else ranked
     return (pos + hot * positive, n + hot * (evidence | copy), ranked), None
 
   zeros = jnp.zeros(K)
   # With no votes yet the sorted list is the seed's order.
-  (pos, n, _), _ = jax.lax.scan(step, (zeros, zeros, order), (raters["evidence"], raters["visit"], raters["eps"]))
+  xs = (raters["evidence"], raters["visit"] if sort else visits, raters["eps"])
+  (pos, n, _), _ = jax.lax.scan(step, (zeros, zeros, order), xs)
   return pos, n
 
 
@@ -240,11 +247,11 @@ def draw_raters(u, k: Constants) -> dict:
 def run_conditions(world, raters, rho, k: Constants):
   """Positives and ratings (conditions, worlds, K), and the independent cohort's U0 splits."""
   latent = ndtri(world["rate"]) + jnp.sqrt(rho) * world["z"]
-  pos0, n0, split = jax.vmap(functools.partial(independent_world, k=k), in_axes=(None, None, 0))(
+  pos0, n0, split, visits = jax.vmap(functools.partial(independent_world, k=k), in_axes=(None, None, 0))(
       latent, rho, raters)
-  social = jax.vmap(functools.partial(social_world, k=k), in_axes=(None, None, None, 0))
-  pos12, n12 = jax.vmap(social, in_axes=(0, None, None, None))(jnp.array([False, True]), latent, rho, raters)
-  return jnp.concatenate([pos0[None], pos12]), jnp.concatenate([n0[None], n12]), split.sum(0)
+  pos1, n1 = jax.vmap(functools.partial(social_world, k=k), in_axes=(None, None, 0, 0))(latent, rho, raters, visits)
+  pos2, n2 = jax.vmap(functools.partial(social_world, k=k), in_axes=(None, None, 0))(latent, rho, raters)
+  return jnp.stack([pos0, pos1, pos2]), jnp.stack([n0, n1, n2]), split.sum(0)
 
 
 def simulate(key, rho, k: Constants):
