@@ -107,7 +107,7 @@ def test_a_changed_claim_verdict_fails_in_every_mode(copy, match, capsys):
 @pytest.mark.parametrize("match", ["bitwise", "seed"])
 def test_a_changed_outcome_or_a_headline_outside_its_interval_fails_in_every_mode(copy, tmp_path, match):
   root = tmp_path / "results"
-  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   for where in (root / "hidden_gems" / "smoke", copy):
     _edit(where / "summary.json", lambda s: s.update(
         bar={"f1": True}, targets=[{"target": "probes", "met": True}],
@@ -125,7 +125,7 @@ def test_a_changed_outcome_or_a_headline_outside_its_interval_fails_in_every_mod
 
 def test_figures_without_a_spread_are_unchecked_not_passed(copy, tmp_path):
   root = tmp_path / "results"
-  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   for where, value in ((root / "hidden_gems" / "smoke", 0.9624), (copy, 0.9540)):
     _edit(where / "summary.json", lambda s: s["figures"].update(aurc={"mean": value, "sd": None, "n": 12}))
   result = receipts.verify(copy, root, "seed")
@@ -135,7 +135,7 @@ def test_figures_without_a_spread_are_unchecked_not_passed(copy, tmp_path):
 
 def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   root = tmp_path / "results"
-  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   timing = lambda mean: {"latency_ratio": {"mean": mean, "ci": [mean - 0.1, mean + 0.1], "n": 16}, "latency_s": [0.1, 0.2]}
   (root / "hidden_gems" / "smoke" / "timing.json").write_text(json.dumps(timing(2.8)))
   assert not receipts.verify(copy, root, "seed").ok            # the run wrote none
@@ -214,7 +214,7 @@ def test_receipts_lists_each_with_its_commit(capsys):
 def test_code_paths_are_the_modules_an_experiment_imports_its_config_and_weights():
   pager = set(receipts.code_paths("latent_pager"))
   assert {"jaxlab/paging/pipeline.py", "jaxlab/lm/qwen3.py", "jaxlab/core/config.py", "jaxlab/__init__.py",
-          "configs/latent_pager.py", "models/lm_base", "models/latent_pager_pointer"} <= pager
+          "configs/latent_pager.py", "models/lm_base", "models/latent_pager_pointer", "jaxlab/core/cpu_threads.py"} <= pager
   org = receipts.code_paths("org_forms")
   assert "jaxlab/swarm/org_forms/model.py" in org and "configs/org_forms.py" in org
   assert not any(p.startswith("jaxlab/swarm/hidden_gems") for p in org)
@@ -233,7 +233,7 @@ def test_imports_are_found_inside_functions_relative_and_over_lines(tmp_path):
 
 def test_a_clean_runs_agreement_is_recorded_and_makes_the_receipt_current(copy, tmp_path, capsys):
   root = tmp_path / "results"
-  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
   head = receipts._git("rev-parse", "HEAD")
   made = json.loads((RECEIPT / "receipt.json").read_text())["provenance"]
@@ -313,7 +313,7 @@ def test_trained_smoke_runs_match_their_receipts_from_any_directory(tmp_path):
 
 def test_one_failing_experiment_is_reported_and_the_rest_still_checked(tmp_path, capsys):
   root = tmp_path / "results"
-  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke")
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   shutil.copytree(RECEIPT, root / "hidden_gems" / "no_such_variant")
   code = launch.main(["verify", "--all", "--receipts", str(root), "--workroot", str(tmp_path / "runs")])
   out, err = capsys.readouterr()

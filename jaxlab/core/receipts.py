@@ -610,8 +610,10 @@ def _imported(file: Path, name: str) -> set[str]:
 def code_paths(experiment: str) -> list[str]:
   """The files an experiment's results depend on, relative to the repository: every module of its
   package and every jaxlab module they import, transitively (parent packages' __init__ included);
-  its config file; and the model folders the config names (weights it reads). Tools that only
-  read runs (this module, export) are not among them, so changing them leaves receipts current."""
+  its config file; the model folders the config names (weights it reads); and the CPU thread
+  settings every run starts with (`core/cpu_threads.py`: a trained model's last bits depend on
+  them). Tools that only read runs (this module, export) are not among them, so changing them
+  leaves receipts current."""
   module = importlib.import_module(experiments.EXPERIMENTS[experiment])
   package = Path(module.__file__).parent
   todo = [".".join(f.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
@@ -625,7 +627,7 @@ def code_paths(experiment: str) -> list[str]:
     files[name] = file
     parts = name.split(".")
     todo += [".".join(parts[:i]) for i in range(1, len(parts))] + sorted(_imported(file, name))
-  paths = {str(f.relative_to(REPO)) for f in files.values()}
+  paths = {str(f.relative_to(REPO)) for f in files.values()} | {"jaxlab/core/cpu_threads.py"}
   config = REPO / "configs" / f"{experiment}.py"
   if config.is_file():
     paths.add(str(config.relative_to(REPO)))
