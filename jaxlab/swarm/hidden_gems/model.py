@@ -151,7 +151,8 @@ def _visit(u, rank, k: Constants):
   # READING: where a rater with evidence looks depends on fame and on list position, never on
   # the counts themselves; sorting matters only through position (as in MusicLab's sorted list).
   exposure = jnp.where(FAMOUS[quadrant_of(k)], k.famous_exposure, 1.0)
-  return inverse_cdf(jnp.cumsum(exposure * (1.0 + rank) ** -k.position_decay), u)
+  weight = (1.0 + jnp.arange(k.n_candidates, dtype=jnp.float32)) ** -k.position_decay   # by list position
+  return inverse_cdf(jnp.cumsum(exposure * weight[rank]), u)
 
 
 def independent_world(latent, rho, raters, k: Constants):
