@@ -156,6 +156,16 @@ def test_in_the_unsorted_list_each_raters_visit_is_drawn_as_in_the_independent_w
   assert len(set(np.asarray(visits).tolist())) > 5
 
 
+def test_split_seats_are_the_stable_sorts_quarters_ties_included():
+  rng = np.random.default_rng(5)
+  seats = jax.jit(model.split_seats, static_argnums=1)
+  for u in (rng.uniform(size=600), rng.integers(0, 40, 600) / 40.0, np.full(600, 0.5)):   # ties, all tied
+    u = jnp.asarray(u, jnp.float32)
+    stable = np.zeros(600, np.int32)
+    stable[np.argsort(np.asarray(u), kind="stable")] = np.arange(600) // 150
+    np.testing.assert_array_equal(seats(u, 150), stable)
+
+
 def test_overtake_keeps_the_sorted_rank():
   rng = np.random.default_rng(2)
   K = 8
