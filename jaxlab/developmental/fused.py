@@ -82,8 +82,9 @@ class Fused:
     self.seed, self.envs, self.rounds = seed, envs, rounds
     self.per_chunk, self.eval_every, self.n_episodes = episodes_per_chunk, eval_every, n_episodes
     self.mesh = mesh
-    # map_runs caches its compiled program on the function: one long-lived function per instance
-    self.fn = functools.partial(_mapped, self)
+    # map_runs caches its compiled program on the function: one long-lived function per instance.
+    # Jitted, so map_runs' shape query and its call reuse one trace of the chunk (seconds per stage).
+    self.fn = jax.jit(functools.partial(_mapped, self))
 
   def play(self, rows):
     return mesh_lib.map_runs(self.fn, rows, self.mesh, block=1)
