@@ -113,7 +113,7 @@ class Replay:
   round (row["replay"]: Batch [rounds, envs, ...]); it ignores the actions."""
 
   def __init__(self, rounds: int):
-    self.rounds = rounds
+    self.rounds, self.traced = rounds, 0
 
   def init(self, row):
     return row["replay"], row["first"] * self.rounds
@@ -126,6 +126,7 @@ class Replay:
     return world_model.obs_of(jax.tree.map(lambda x: x[t], data))
 
   def step(self, envs, stage, action):
+    self.traced += 1             # Python runs here only while the chunk program is traced
     data, t = envs
     return (data, t + 1), jax.tree.map(lambda x: x[t], data)
 
@@ -175,9 +176,10 @@ def _rows(config, pieces, recorded, state, first):
 def test_fused_program_drives_the_same_learner_step_as_the_host_loop(config, pieces, recorded):
   """Given the transitions the C host loop saw, the fused program's learner (one run at a time)
   ends where the host loop's (vmapped over the population) does: same curriculum, same logs and
-  parameters to float rounding."""
+  parameters to float rounding. The chunk is traced once (the shape query and the call share it)."""
   prog = _fused(config, pieces, recorded)
   out = prog.play(_rows(config, pieces, recorded, recorded["states"][0], 0))
+  assert prog.world.traced == 1
   host, fused_state = recorded["states"][1], out["state"]
   for a, b in zip(jax.tree.leaves(host.curr), jax.tree.leaves(fused_state.curr)):
     if np.issubdtype(a.dtype, np.floating):
