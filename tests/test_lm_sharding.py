@@ -172,3 +172,57 @@ def test_fsdp_across_two_processes_equals_one_process(uninterrupted, tmp_path):
   np.testing.assert_allclose(losses[20], uninterrupted.losses[-1], rtol=1e-5)
   assert (workdir / "hf" / "model.safetensors").is_file() and (workdir / "summary.json").is_file()
   assert (workdir / "tb").is_dir()
+
+
+def _pager_loss(params, graphdef, lm_graphdef, lm_state, batch, key, suff_weight):
+  """A loss through the pointer encoder and the soft tokens (the LM frozen, as in training)."""
+  pager, lm = nnx.merge(graphdef, params), nnx.merge(lm_graphdef, jax.lax.stop_gradient(lm_state))
+  soft = pager.soft_tokens(lm, batch, key)
+  return jnp.mean((soft - 1.0) ** 2)
+
+
+@pytest.mark.float_sensitive
+def test_pager_params_follow_the_rules_and_a_step_keeps_them_where_they_were():
+  """The pager's parameters shard under the LM's rules on a (2, 2, 2) mesh (the encoder's
+  projections by their names, scalars replicated), a training step returns them where they were,
+  and its loss and new parameters equal one device's."""
+  from jaxlab.paging import pager as pager_lib, train as paging_train
+  from jaxlab.paging.spec import PagerSpec, TrainSpec
+
+  spec = PagerSpec(encoder="pointer", hidden_layers=(1,), chunk_tokens=8, slots_per_chunk=2, encoder_depth=1,
+                   lora_rank=0, decoder_lora_rank=0, compressor_hidden=32, d_page=16, num_soft_tokens=2, depth=0,
+                   heads=4, ffn=64, dropout=0.0, sufficiency=True, sufficiency_hidden=16, seed=0)
+  rng = np.random.default_rng(0)
+  batch = {"chunk_ids": rng.integers(0, CFG.vocab_size, (4, 3, 8)).astype(np.int32),
+           "chunk_mask": np.ones((4, 3, 8), bool)}
+  batch["chunk_mask"][1, 2] = False          # a padded page
+  results = {}
+  for name, mesh in (("one", ONE), ("sharded", _mesh((2, 2, 2)))):
+    lm = _model(mesh)
+    graphdef, params = nnx.split(pager_lib.build(spec, lm))
+    lm_graphdef, lm_state = nnx.split(lm)
+    tx, _ = paging_train.optimizer(TrainSpec(epochs=1, steps=10, batch_size=4, questions_per_row=1, eval_every=0,
+                                             learning_rate=1e-2, warmup_steps=1, weight_decay=0.01, clip_norm=1.0,
+                                             seed=0), 10)
+    placement = paging_train.Placement.of(params, mesh)
+    params, opt_state = placement.put(params, tx.init(params))
+    before = {"/".join(map(str, p)): v[...].sharding for p, v in nnx.to_flat_state(params)}
+    compiled = paging_train.train_step._cache_size()
+    step = lambda params, opt_state: paging_train.train_step(
+        params, opt_state, lm_state, mesh_lib.shard_batch(batch, mesh), jax.random.key(0), graphdef=graphdef,
+        lm_graphdef=lm_graphdef, tx=tx, suff_weight=0.0, placement=placement, loss_fn=_pager_loss)
+    new, opt_state, loss, _ = step(params, opt_state)
+    flat = dict(nnx.to_flat_state(new))
+    assert {"/".join(map(str, p)): v[...].sharding for p, v in flat.items()} == before
+    results[name] = (float(loss), {p: np.asarray(v[...]) for p, v in flat.items()}, before)
+    step(new, opt_state)                                            # a second step, on the first's outputs,
+    assert paging_train.train_step._cache_size() == compiled + 1    # reuses its program
+  specs = {p: P(*s.spec) for p, s in results["sharded"][2].items()}
+  assert specs["encoder/proj/kernel"] == P("tensor", "fsdp")
+  assert specs["encoder/queries"] == P(None, "fsdp")
+  assert specs["encoder/point_q/kernel"] == P("fsdp", "tensor")
+  assert specs["encoder/scale"] == P()
+  assert specs["sufficiency/fc1/kernel"] == P("fsdp", "tensor")
+  np.testing.assert_allclose(results["sharded"][0], results["one"][0], rtol=1e-5)
+  for p, v in results["one"][1].items():
+    np.testing.assert_allclose(results["sharded"][1][p], v, rtol=1e-4, atol=1e-6, err_msg="/".join(map(str, p)))

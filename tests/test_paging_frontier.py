@@ -11,7 +11,7 @@ from flax import nnx
 
 from jaxlab.core import config as config_lib
 from jaxlab.paging import experiment, frontier, model as model_lib, pager as pager_lib, pipeline, train
-from jaxlab.paging.spec import PagerSpec
+from jaxlab.paging.spec import PagerSpec, TrainSpec
 from tests.test_latent_pager import _lm_params, _load, tiny_lm_folder
 
 
@@ -88,7 +88,7 @@ def test_icae_adapters_train_apart_from_the_frozen_lm(tiny_lm, tmp_path):
   texts = [[([5, 6], [7, 1], True)], [([5], [9, 1], False)]]
   inputs = pager_lib.chunk_inputs([[[5, 6, 7, 8], [9, 10]], [[11, 12, 13]]], 3, 48, 0)
   batch = pager_lib.make_batch(inputs, texts, 8, 0, 1)
-  tx, _ = train.optimizer(config, 10)
+  tx, _ = train.optimizer(TrainSpec.of(config), 10)
   opt_state = tx.init(params)
   new, _, loss, gnorm = train.train_step(params, opt_state, lm_state, batch, jax.random.key(0, impl="rbg"),
                                          graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx, suff_weight=0.5)
@@ -141,7 +141,7 @@ def test_qwen3_1p7b_code_path_on_a_tiny_qwen3(tmp_path):
   assert config.prompts.extract.startswith("Extract all key information")
   compiled = train.train_step._cache_size()
   experiment.run(config, workdir)
-  # The pager stays replicated on the FSDP mesh, so its steps share one compiled program.
+  # The pager's params keep their places on the FSDP mesh, so its steps share one compiled program.
   assert train.train_step._cache_size() == compiled + 1
   rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   assert len([r for r in rows if not r["probe"]]) == 8

@@ -67,7 +67,7 @@ REMAT_POLICIES = {
 }
 
 
-def _names(*names):
+def logical_axes(*names):
   """Variable metadata naming the logical axes. Not sharded at creation (eager sharding would
   need a mesh in scope): `mesh.logical_sharding` places the variables."""
   return {"out_sharding": names, "eager_sharding": False}
@@ -125,7 +125,7 @@ def token_ids(value) -> tuple[int, ...]:
 
 class RMSNorm(nnx.Module):
   def __init__(self, dim: int, eps: float, dtype, name: str = "norm"):
-    self.weight = nnx.Param(jnp.ones((dim,), dtype), **_names(name))
+    self.weight = nnx.Param(jnp.ones((dim,), dtype), **logical_axes(name))
     self.eps = eps
 
   def __call__(self, x):
@@ -148,8 +148,8 @@ def rope(x, positions, theta: float):
 
 
 def _linear(i, o, names, dtype, rngs, bias=False):
-  return nnx.Linear(i, o, use_bias=bias, param_dtype=dtype, rngs=rngs, kernel_metadata=_names(*names),
-                    bias_metadata=_names(names[1]))
+  return nnx.Linear(i, o, use_bias=bias, param_dtype=dtype, rngs=rngs, kernel_metadata=logical_axes(*names),
+                    bias_metadata=logical_axes(names[1]))
 
 
 # Each attention projection: (in, out) sizes from the config and the logical names of its kernel.
@@ -164,8 +164,8 @@ class Adapters(nnx.Module):
 
   def __init__(self, cfg: "Qwen3Config", rank: int, dtype, rngs: nnx.Rngs):
     for name, (i, o, (n_in, n_out)) in _projections(cfg).items():
-      setattr(self, name, nnx.LoRA(i, rank, o, param_dtype=dtype, rngs=rngs, a_metadata=_names(n_in, None),
-                                   b_metadata=_names(None, n_out)))
+      setattr(self, name, nnx.LoRA(i, rank, o, param_dtype=dtype, rngs=rngs, a_metadata=logical_axes(n_in, None),
+                                   b_metadata=logical_axes(None, n_out)))
 
 
 class Attention(nnx.Module):
@@ -265,7 +265,7 @@ class Backbone(nnx.Module):
 
   def __init__(self, cfg: Qwen3Config, dtype, rngs: nnx.Rngs):
     self.embed_tokens = nnx.Embed(cfg.vocab_size, cfg.hidden_size, param_dtype=dtype, rngs=rngs,
-                                  embedding_metadata=_names("vocab", "embed"))
+                                  embedding_metadata=logical_axes("vocab", "embed"))
     self.layers = _stacked(cfg.num_hidden_layers, lambda r: DecoderLayer(cfg, dtype, r))(rngs)
     self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
 

@@ -40,23 +40,23 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxlab.lm import qwen3
-from jaxlab.paging.modules import LN_EPS, DecoderLayer, _keys
+from jaxlab.paging.modules import LN_EPS, DecoderLayer, _keys, axes, linear
 
 
 class SlotEncoder(nnx.Module):
   def __init__(self, num_layers: int, d_lm: int, chunk_tokens: int, slots: int, depth: int, heads: int, ffn: int,
                rate: float, embed_rms: float, pointer: bool = False, *, rngs: nnx.Rngs):
-    self.proj = nnx.Linear(num_layers * d_lm, d_lm, rngs=rngs)
-    self.position = nnx.Param(0.02 * jax.random.normal(rngs.params(), (chunk_tokens, d_lm)))
+    self.proj = linear(num_layers * d_lm, d_lm, ("mlp", "embed"), rngs)
+    self.position = nnx.Param(0.02 * jax.random.normal(rngs.params(), (chunk_tokens, d_lm)), **axes(None, "embed"))
     self.in_norm = nnx.LayerNorm(d_lm, epsilon=LN_EPS, rngs=rngs)
-    self.queries = nnx.Param(0.02 * jax.random.normal(rngs.params(), (slots, d_lm)))
+    self.queries = nnx.Param(0.02 * jax.random.normal(rngs.params(), (slots, d_lm)), **axes(None, "embed"))
     self.layers = nnx.List([DecoderLayer(d_lm, heads, ffn, rate, rngs=rngs) for _ in range(depth)])
     self.out_norm = nnx.LayerNorm(d_lm, epsilon=LN_EPS, rngs=rngs)
-    self.out = nnx.Linear(d_lm, d_lm, rngs=rngs)
+    self.out = linear(d_lm, d_lm, ("embed", "embed"), rngs)
     self.scale = nnx.Param(jnp.asarray(embed_rms, jnp.float32))
     if pointer:
-      self.point_q = nnx.Linear(d_lm, d_lm, rngs=rngs)
-      self.point_k = nnx.Linear(d_lm, d_lm, rngs=rngs)
+      self.point_q = linear(d_lm, d_lm, ("embed", "heads"), rngs)
+      self.point_k = linear(d_lm, d_lm, ("embed", "heads"), rngs)
       self.gate = nnx.Param(jnp.zeros((), jnp.float32))
 
   def __call__(self, states, mask, key=None, embeds=None):
@@ -104,7 +104,7 @@ class MeanEncoder(nnx.Module):
   map to the LM's width, each page at the embeddings' RMS times a learned scale."""
 
   def __init__(self, num_layers: int, d_lm: int, slots: int, embed_rms: float, *, rngs: nnx.Rngs):
-    self.proj = nnx.Linear(num_layers * d_lm, d_lm, rngs=rngs)
+    self.proj = linear(num_layers * d_lm, d_lm, ("mlp", "embed"), rngs)
     self.scale = nnx.Param(jnp.asarray(embed_rms, jnp.float32))
     self.slots = slots
 
@@ -144,7 +144,8 @@ class IcaeEncoder(nnx.Module):
 
   def __init__(self, lm, slots: int, rank: int, embed_rms: float, *, rngs: nnx.Rngs):
     self.lora = lora_adapters(lm, rank, rngs.params())
-    self.memory = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (slots, lm.cfg.hidden_size)))
+    self.memory = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (slots, lm.cfg.hidden_size)),
+                             **axes(None, "embed"))
     self.scale = nnx.Param(jnp.asarray(embed_rms, jnp.float32))
 
   def __call__(self, lm, ids, mask):

@@ -49,8 +49,8 @@ from jaxlab.paging.spec import PagerSpec
 class SufficiencyHead(nnx.Module):
   def __init__(self, d: int, hidden: int, *, rngs: nnx.Rngs):
     self.norm = nnx.LayerNorm(2 * d, epsilon=modules.LN_EPS, rngs=rngs)
-    self.fc1 = nnx.Linear(2 * d, hidden, rngs=rngs)
-    self.fc2 = nnx.Linear(hidden, 1, rngs=rngs)
+    self.fc1 = modules.linear(2 * d, hidden, ("embed", "mlp"), rngs)
+    self.fc2 = modules.linear(hidden, 1, ("mlp", None), rngs)
 
   def __call__(self, soft_mean, state):
     """soft_mean (..., D), state (..., D) -> logits (...)."""
@@ -76,8 +76,9 @@ class PagerModel(nnx.Module):
         self.aggregator = modules.PageAggregator(d_lm, d_lm, spec.num_soft_tokens, spec.depth, spec.heads, spec.ffn,
                                                  spec.dropout, rngs=rngs)
       else:
-        self.null = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (spec.slots_per_chunk, d_lm)))
-      self.marks = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (2, d_lm)))
+        self.null = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (spec.slots_per_chunk, d_lm)),
+                              **modules.axes(None, "embed"))
+      self.marks = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (2, d_lm)), **modules.axes(None, "embed"))
     if spec.sufficiency:
       self.sufficiency = SufficiencyHead(d_lm, spec.sufficiency_hidden, rngs=rngs)
     if spec.decoder_lora_rank:

@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxlab.lm.qwen3 import logical_axes as axes
+
 LN_EPS = 1e-5  # PyTorch's LayerNorm default, as published
 
 
@@ -30,15 +32,21 @@ def dropout(x, rate: float, key):
   return jnp.where(keep, x / (1.0 - rate), 0.0)
 
 
+def linear(i: int, o: int, names: tuple, rngs: nnx.Rngs) -> nnx.Linear:
+  """nnx.Linear (with bias) whose kernel and bias name their logical axes (`core.mesh.RULES`), so
+  the pager's parameters shard on a training mesh as the LM's do; the values are nnx.Linear's."""
+  return nnx.Linear(i, o, rngs=rngs, kernel_metadata=axes(*names), bias_metadata=axes(names[1]))
+
+
 def _keys(key, n: int):
   return (None,) * n if key is None else tuple(jax.random.split(key, n))
 
 
 class PageCompressor(nnx.Module):
   def __init__(self, in_dim: int, hidden: int, d_page: int, *, rngs: nnx.Rngs):
-    self.fc1 = nnx.Linear(in_dim, hidden, rngs=rngs)
+    self.fc1 = linear(in_dim, hidden, ("embed", "mlp"), rngs)
     self.norm1 = nnx.LayerNorm(hidden, epsilon=LN_EPS, rngs=rngs)
-    self.fc2 = nnx.Linear(hidden, d_page, rngs=rngs)
+    self.fc2 = linear(hidden, d_page, ("mlp", "embed"), rngs)
     self.norm2 = nnx.LayerNorm(d_page, epsilon=LN_EPS, rngs=rngs)
 
   def __call__(self, states):
@@ -53,7 +61,8 @@ class Attention(nnx.Module):
   def __init__(self, d: int, heads: int, *, rngs: nnx.Rngs):
     if d % heads:
       raise ValueError(f"aggregator width {d} is not a multiple of {heads} heads")
-    self.q, self.k, self.v, self.out = (nnx.Linear(d, d, rngs=rngs) for _ in range(4))
+    self.q, self.k, self.v = (linear(d, d, ("embed", "heads"), rngs) for _ in range(3))
+    self.out = linear(d, d, ("heads", "embed"), rngs)
     self.heads = heads
 
   def __call__(self, x, memory, mask, rate: float, key):
@@ -73,8 +82,8 @@ class DecoderLayer(nnx.Module):
   def __init__(self, d: int, heads: int, ffn: int, rate: float, *, rngs: nnx.Rngs):
     self.self_attn = Attention(d, heads, rngs=rngs)
     self.cross_attn = Attention(d, heads, rngs=rngs)
-    self.fc1 = nnx.Linear(d, ffn, rngs=rngs)
-    self.fc2 = nnx.Linear(ffn, d, rngs=rngs)
+    self.fc1 = linear(d, ffn, ("embed", "mlp"), rngs)
+    self.fc2 = linear(ffn, d, ("mlp", "embed"), rngs)
     self.norm1, self.norm2, self.norm3 = (nnx.LayerNorm(d, epsilon=LN_EPS, rngs=rngs) for _ in range(3))
     self.rate = rate
 
@@ -91,8 +100,8 @@ class DecoderLayer(nnx.Module):
 class PageAggregator(nnx.Module):
   def __init__(self, d_page: int, d_model: int, num_queries: int, depth: int, heads: int, ffn: int,
                rate: float, *, rngs: nnx.Rngs):
-    self.page_proj = nnx.Linear(d_page, d_model, rngs=rngs)
-    self.queries = nnx.Param(0.02 * jax.random.normal(rngs.params(), (num_queries, d_model)))
+    self.page_proj = linear(d_page, d_model, ("embed", "embed"), rngs)
+    self.queries = nnx.Param(0.02 * jax.random.normal(rngs.params(), (num_queries, d_model)), **axes(None, "embed"))
     self.layers = nnx.List([DecoderLayer(d_model, heads, ffn, rate, rngs=rngs) for _ in range(depth)])
     self.norm = nnx.LayerNorm(d_model, epsilon=LN_EPS, rngs=rngs)
 

@@ -42,7 +42,7 @@ from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
 from jaxlab.paging import encoders, pager as pager_lib, pages
 from jaxlab.paging.spec import PagerSpec
-from jaxlab.paging.train import Split  # the QA rows of the pager, here on pretraining documents
+from jaxlab.paging.train import Placement, Split  # the pager's QA rows and placement, on pretraining documents
 
 # The parts of a PagerModel that pretraining trains and exports.
 PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")
@@ -119,14 +119,14 @@ def loss_fn(params, graphdef, lm_graphdef, lm_state, batch, key, ae_weight, lm_w
   return loss, (jnp.sum(hits) / tokens if ae_weight else jnp.zeros(()))
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "weights", "replicated"),
+@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "weights", "placement"),
                    donate_argnames=("params", "opt_state"))
-def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, weights, replicated):
-  """One AdamW step; the new params and optimizer state stay `replicated` (as `train.train_step`)."""
+def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, weights, placement):
+  """One AdamW step; the new state stays where `placement` put the old one (as `train.train_step`)."""
   (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, graphdef, lm_graphdef, lm_state, batch,
                                                                   key, *weights)
   updates, opt_state = tx.update(grads, opt_state, params)
-  params, opt_state = jax.lax.with_sharding_constraint((optax.apply_updates(params, updates), opt_state), replicated)
+  params, opt_state = placement.keep(optax.apply_updates(params, updates), opt_state)
   return params, opt_state, loss, acc, optax.tree.norm(grads)
 
 
@@ -183,10 +183,10 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
   train_docs = split(records(config, "train", p.documents), per_row)
   held_out = split(records(config, "validation", p.eval_documents), 1)
   width = max(train_docs.width(per_row), held_out.width(1))
-  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   lm_graphdef, lm_state = nnx.split(lm)
   graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(config), lm))
-  params = jax.device_put(params, replicated)
+  placement = Placement.of(params, mesh)
+  params = placement.put(params)
   schedule = optax.warmup_cosine_decay_schedule(0.0, p.learning_rate, max(p.warmup_steps, 1),
                                                 max(p.steps, p.warmup_steps + 1), end_value=0.1 * p.learning_rate)
   tx = optax.flatten(optax.chain(optax.clip_by_global_norm(p.clip_norm),
@@ -204,7 +204,7 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
     params, opt_state, loss, acc, gnorm = train_step(
         state["params"], state["opt_state"], lm_state, mesh_lib.shard_batch(batch, mesh),
         jax.random.fold_in(root, s), graphdef=graphdef, lm_graphdef=lm_graphdef, tx=tx, weights=weights,
-        replicated=replicated)
+        placement=placement)
     return {"params": params, "opt_state": opt_state}, {"loss": loss, "acc": acc, "grad_norm": gnorm}
 
   def held_out_record(state, done, window):
@@ -215,7 +215,8 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
 
   loop = train_lib.Loop(step, p.steps, held_out_record, eval_every=p.eval_every, name="pretrain",
                         log_name="pretrain_log", folder="pretrain_checkpoints", shown=("loss", "acc"))
-  state = {"params": params, "opt_state": jax.device_put(tx.init(params), replicated)}
+  params, opt_state = placement.put(params, tx.init(params))
+  state = {"params": params, "opt_state": opt_state}
   result = train_lib.fit(loop, state, workdir, fingerprint)
   if jax.process_index() == 0:
     export(nnx.merge(graphdef, result.state["params"]), config, Path(workdir) / "encoder", result.history)

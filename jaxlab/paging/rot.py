@@ -23,21 +23,20 @@ from jaxlab.core import checkpoint, report as report_lib, train as train_lib
 from jaxlab.core.config import from_dict, repo_path, to_dict
 from jaxlab.core.stats import describe
 from jaxlab.paging import data, figures as figures_lib, metrics, pager as pager_lib, pipeline, train
-from jaxlab.paging.spec import PagerSpec
+from jaxlab.paging.spec import PagerSpec, TrainSpec
 
 
 def trained_pager(pager_config, setup, pager_workdir: Path) -> dict:
   """The best-by-validation-F1 pager of a finished compare run, restored from its checkpoints."""
   graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(pager_config), setup.lm))
-  # Restored where training kept it: replicated over the mesh, beside the frozen LM's state.
-  params = jax.device_put(params, jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec()))
+  params = train.Placement.of(params, setup.mesh).put(params)    # restored where training kept it
   fingerprint = checkpoint.fingerprint({k: to_dict(pager_config)[k] for k in train.FINGERPRINT_FIELDS
                                        if k in pager_config})
   with checkpoint.Checkpoints(pager_workdir / "checkpoints", fingerprint, best=train_lib.BEST) as ckpt:
     if ckpt.latest_step() is None:
       raise FileNotFoundError(f"{pager_workdir}/checkpoints: no trained pager (run the compare config there first)")
     meta = ckpt.meta()
-    tx, _ = train.optimizer(pager_config, 1)
+    tx, _ = train.optimizer(TrainSpec.of(pager_config), 1)
     target = checkpoint.abstract_like({"params": params, "opt_state": tx.init(params)})
     state, _ = ckpt.restore(target, step=ckpt.best_step())
   history = meta["history"]

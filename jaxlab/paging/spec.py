@@ -1,6 +1,7 @@
-"""What the pager's model is, as one typed value: `PagerSpec.of(config)` reads it from a run's
-config once, and the model, its encoders and their registry see only this (frozen and hashable:
-it can key a compiled program). A registered encoder builds itself from these fields."""
+"""What the pager's model is and how it is fine-tuned, as typed values read from a run's config
+once: `PagerSpec.of(config)` is all the model, its encoders and their registry see (frozen and
+hashable: it can key a compiled program; a registered encoder builds itself from these fields);
+`TrainSpec.of(config)` is all the QA fine-tuning loop and its optimizer see."""
 
 from __future__ import annotations
 
@@ -44,3 +45,25 @@ class PagerSpec:
                depth=p.depth, heads=p.heads, ffn=p.ffn, dropout=p.dropout,
                sufficiency=bool(config.sufficiency.enabled), sufficiency_hidden=config.sufficiency.hidden,
                seed=training_seed(config))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSpec:
+  """The QA fine-tuning's settings (`train.*`), shared by the pager and the text buffer's bridge."""
+  epochs: int
+  steps: int                      # > 0 replaces epochs x the rows per epoch
+  batch_size: int                 # rows per step
+  questions_per_row: int
+  eval_every: int                 # 0: after each epoch
+  learning_rate: float
+  warmup_steps: int
+  weight_decay: float
+  clip_norm: float
+  seed: int                       # row order and dropout (`training_seed`)
+
+  @classmethod
+  def of(cls, config) -> TrainSpec:
+    t = config.train
+    return cls(epochs=t.epochs, steps=t.steps, batch_size=t.batch_size, questions_per_row=t.questions_per_row,
+               eval_every=t.eval_every, learning_rate=t.learning_rate, warmup_steps=t.warmup_steps,
+               weight_decay=t.weight_decay, clip_norm=t.clip_norm, seed=training_seed(config))

@@ -44,7 +44,7 @@ from flax import nnx
 
 from jaxlab.core import checkpoint
 from jaxlab.paging import encoders, pager as pager_lib, train as train_lib
-from jaxlab.paging.spec import training_seed
+from jaxlab.paging.spec import TrainSpec
 from jaxlab.paging.text_buffer import TextBuffer, wrap
 
 FOLDER = "text_bridge"
@@ -138,7 +138,7 @@ def fit(setup, config, workdir: Path, splits: dict, restore_only: bool = False):
   best-by-validation-F1 adapters (a module for `TextBuffer.bridge`) and the history.
   `restore_only`: a finished run read back, nothing trained or written (`core.train.Unfinished`
   otherwise)."""
-  c, t = config, config.train
+  c, t = config, TrainSpec.of(config)
   folder = Path(workdir) / FOLDER
   per_row = t.questions_per_row
   train_rows = train_lib.question_rows(splits["train"], per_row)
@@ -156,7 +156,7 @@ def fit(setup, config, workdir: Path, splits: dict, restore_only: bool = False):
     width = max(width_of(tr, per_row, c.model.context_tokens), width_of(va, 1, c.model.context_tokens))
   lm_graphdef, lm_state = nnx.split(setup.lm)
   graphdef, params = nnx.split(encoders.lora_adapters(setup.lm, c.text_buffer.lora_rank,
-                                                      nnx.Rngs(training_seed(c)).params()))
+                                                      nnx.Rngs(t.seed).params()))
 
   def val_loss(params):
     return train_lib.validation_loss(lambda b: eval_ce(params, graphdef, lm_graphdef, lm_state, b),
@@ -168,7 +168,7 @@ def fit(setup, config, workdir: Path, splits: dict, restore_only: bool = False):
     return train_lib.mean_f1(answers, val_records)
 
   best, history = train_lib.fine_tune(
-      c, folder, setup.lm, graphdef, params, rows=len(train_rows),
+      t, folder, setup.lm, graphdef, params, rows=len(train_rows),
       batch_of=lambda rows: pager_lib.make_batch({}, [tr[i] for i in rows], width, setup.pad, per_row),
       loss_fn=loss_fn, val_loss=val_loss, val_f1=val_f1, mesh=setup.mesh,
       fingerprint=train_lib.fingerprint(c, FINGERPRINT_FIELDS), eval_at_start=True, name="text bridge",

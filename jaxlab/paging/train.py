@@ -5,9 +5,9 @@ Only the pager's parameters enter the optimizer (optax AdamW, linear warmup then
 0.1x, global-norm clipping, as published); the LM's state is an argument under `stop_gradient`.
 A row is one document's soft tokens and up to `train.questions_per_row` of its questions (the
 published run used one question per step); rows are sharded over the mesh's batch axes (data x
-fsdp), parameters replicated (the pager is small). The step key is fold_in(seed, step) and the
-epoch order a function of (seed, epoch), so a resumed run repeats the same steps; the seed is
-`train.seed` (`spec.training_seed`: the run's `seed` unless set).
+fsdp), parameters by their logical axis names under the LM's rules (`Placement`). The step key is
+fold_in(seed, step) and the epoch order a function of (seed, epoch), so a resumed run repeats the
+same steps; the seed is `train.seed` (`spec.training_seed`: the run's `seed` unless set).
 
 `train.steps` (when > 0) replaces `train.epochs` x the rows per epoch as the length of the run.
 Every `train.eval_every` steps (0: at the end of each epoch): the validation loss (teacher
@@ -38,12 +38,11 @@ from flax import nnx
 from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import to_dict
 from jaxlab.paging import metrics, pager as pager_lib
-from jaxlab.paging.spec import PagerSpec, training_seed
+from jaxlab.paging.spec import PagerSpec, TrainSpec
 
 
-def optimizer(config, total_steps: int):
+def optimizer(t: TrainSpec, total_steps: int):
   """(AdamW with warmup and cosine decay to 0.1x, its schedule)."""
-  t = config.train
   return _optimizer(t.learning_rate, t.warmup_steps, total_steps, t.weight_decay, t.clip_norm)
 
 
@@ -58,19 +57,60 @@ def _optimizer(lr, warmup, total, weight_decay, clip_norm):
   return optax.flatten(tx), schedule
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "suff_weight", "replicated", "loss_fn"),
+@dataclasses.dataclass(frozen=True)
+class Placement:
+  """Where a trainable state lives on the training mesh: each parameter by its logical axis names
+  under the LM's rules (`core.mesh.logical_sharding`), the optimizer state (one raveled vector,
+  `optimizer`) replicated. Hashable, so a jitted step takes it as a static argument."""
+
+  treedef: object
+  leaves: tuple
+  opt: jax.sharding.NamedSharding
+
+  @classmethod
+  def of(cls, params, mesh) -> Placement:
+    leaves, treedef = jax.tree.flatten(mesh_lib.logical_sharding(params, mesh))
+    return cls(treedef, tuple(map(_canonical, leaves)), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+
+  @property
+  def params(self):
+    return jax.tree.unflatten(self.treedef, self.leaves)
+
+  def put(self, params, opt_state=None):
+    """`params` (and `opt_state`) placed on the mesh."""
+    params = jax.device_put(params, self.params)
+    return params if opt_state is None else (params, jax.device_put(opt_state, self.opt))
+
+  def keep(self, params, opt_state):
+    """Inside a step: the new state where the old one was. Left to itself, XLA may return some of it
+    laid out otherwise, and the next step, given differently placed arguments, compiles again."""
+    return jax.lax.with_sharding_constraint(params, self.params), jax.lax.with_sharding_constraint(opt_state, self.opt)
+
+
+def _canonical(sharding):
+  """The sharding as a step's outputs carry it (no mesh axis of size 1, no trailing unsharded
+  dimension): placed so, the second step's arguments match the first's and reuse its program."""
+  sizes = dict(sharding.mesh.shape)
+  spec = []
+  for entry in sharding.spec:
+    axes = [a for a in ((entry,) if isinstance(entry, str) else tuple(entry or ())) if sizes[a] > 1]
+    spec.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
+  while spec and spec[-1] is None:
+    spec.pop()
+  return jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(*spec))
+
+
+@functools.partial(jax.jit, static_argnames=("graphdef", "lm_graphdef", "tx", "suff_weight", "placement", "loss_fn"),
                    donate_argnames=("params", "opt_state"))
-def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, suff_weight, replicated=None,
+def train_step(params, opt_state, lm_state, batch, key, *, graphdef, lm_graphdef, tx, suff_weight, placement=None,
                loss_fn=pager_lib.loss_fn):
   """One AdamW step on `loss_fn(params, graphdef, lm_graphdef, lm_state, batch, key, suff_weight)`
-  (the pager's by default). `replicated` (a sharding) keeps the new params and optimizer state
-  where the old ones were: left to itself, XLA may return some of them sharded over the mesh, and
-  the next step, given differently placed arguments, compiles again."""
+  (the pager's by default); the new state stays where `placement` put the old one."""
   loss, grads = jax.value_and_grad(loss_fn)(params, graphdef, lm_graphdef, lm_state, batch, key, suff_weight)
   updates, opt_state = tx.update(grads, opt_state, params)
   params = optax.apply_updates(params, updates)
-  if replicated is not None:
-    params, opt_state = jax.lax.with_sharding_constraint((params, opt_state), replicated)
+  if placement is not None:
+    params, opt_state = placement.keep(params, opt_state)
   return params, opt_state, loss, optax.tree.norm(grads)
 
 
@@ -154,9 +194,9 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
   params and the history. `init_params`: a pretrained encoder's parameters to start from (see
   `pretrain`). `restore_only`: read a finished run back without training (`core.train.Unfinished`
   when it has not finished)."""
-  t = config.train
+  t = TrainSpec.of(config)
   per_row = t.questions_per_row
-  check_rows(config, len(train.texts), mesh)
+  check_rows(t, len(train.texts), mesh)
   width = max(train.width(per_row), val.width(1))
   lm_graphdef, lm_state = nnx.split(lm)
   graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(config), lm))
@@ -173,7 +213,7 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
                          settings=settings, abstain=abstain)
 
   best, history = fine_tune(
-      config, workdir, lm, graphdef, params, rows=len(train.texts),
+      t, workdir, lm, graphdef, params, rows=len(train.texts),
       batch_of=lambda rows: train.batch(rows, max_pages, width, pad_id, per_row), loss_fn=pager_lib.loss_fn,
       suff_weight=float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0,
       val_loss=val_loss, val_f1=val_f1, mesh=mesh, fingerprint=fingerprint(config, FINGERPRINT_FIELDS),
@@ -182,9 +222,8 @@ def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_p
   return graphdef, best, history
 
 
-def check_rows(config, rows: int, mesh) -> int:
+def check_rows(t: TrainSpec, rows: int, mesh) -> int:
   """Steps per epoch of `rows` training rows, after checking the batch fits the devices and the rows."""
-  t = config.train
   if t.batch_size % mesh.size:
     raise ValueError(f"train.batch_size={t.batch_size} must be a multiple of the {mesh.size} devices")
   if rows < t.batch_size:
@@ -192,35 +231,34 @@ def check_rows(config, rows: int, mesh) -> int:
   return rows // t.batch_size
 
 
-def fine_tune(config, workdir: Path, lm, graphdef, params, *, rows: int, batch_of, loss_fn, val_loss, val_f1, mesh,
+def fine_tune(t: TrainSpec, workdir: Path, lm, graphdef, params, *, rows: int, batch_of, loss_fn, val_loss, val_f1, mesh,
               fingerprint: str, suff_weight: float = 0.0, eval_at_start: bool = False, name: str = "train",
               restore_only: bool = False) -> tuple[object, list[dict]]:
   """The QA fine-tuning every trained system shares (the pager, the text buffer's bridge), on the
-  core loop: `train.*` (steps or epochs, batch size, AdamW schedule, clipping, seed), the epoch
+  core loop: `t` (`train.*`: steps or epochs, batch size, AdamW schedule, clipping, seed), the epoch
   order, the step key, an evaluation every `train.eval_every` steps (or epoch) recording the
   validation loss and F1, and the best by validation F1. `params` (of `graphdef`) are the
   trainable state; `lm` the frozen LM, an argument under `stop_gradient`; `batch_of(rows)` the
   host batch of training rows (indices below `rows`); `loss_fn` as `train_step` takes it;
   `val_loss(params)`, `val_f1(params)` floats. Returns the best params and the history."""
-  t = config.train
-  per_epoch = check_rows(config, rows, mesh)
+  per_epoch = check_rows(t, rows, mesh)
   total = t.steps or per_epoch * t.epochs
-  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   lm_graphdef, lm_state = nnx.split(lm)
-  params = jax.device_put(params, replicated)
-  tx, schedule = optimizer(config, total)
-  state = {"params": params, "opt_state": jax.device_put(tx.init(params), replicated)}
+  placement = Placement.of(params, mesh)
+  tx, schedule = optimizer(t, total)
+  params, opt_state = placement.put(params, tx.init(params))
+  state = {"params": params, "opt_state": opt_state}
   # Dropout keys use the "rbg" generator (XLA's RngBitGenerator): the same stream for a given seed,
   # and far less to compile than threefry, which inlines every draw into the step.
-  root = jax.random.key(training_seed(config), impl="rbg")
+  root = jax.random.key(t.seed, impl="rbg")
 
   def step(state, s):
     epoch, i = divmod(s, per_epoch)
-    batch = mesh_lib.shard_batch(batch_of(epoch_rows(rows, t.batch_size, training_seed(config), epoch)[i]), mesh)
+    batch = mesh_lib.shard_batch(batch_of(epoch_rows(rows, t.batch_size, t.seed, epoch)[i]), mesh)
     params, opt_state, loss, gnorm = train_step(state["params"], state["opt_state"], lm_state, batch,
                                                 jax.random.fold_in(root, s), graphdef=graphdef,
                                                 lm_graphdef=lm_graphdef, tx=tx, suff_weight=suff_weight,
-                                                replicated=replicated, loss_fn=loss_fn)
+                                                placement=placement, loss_fn=loss_fn)
     return {"params": params, "opt_state": opt_state}, {"loss": loss, "grad_norm": gnorm}
 
   def evaluate(state, done, window):
