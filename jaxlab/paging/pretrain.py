@@ -186,7 +186,6 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
   lm_graphdef, lm_state = nnx.split(lm)
   graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(config), lm))
   placement = Placement.of(params, mesh)
-  params = placement.put(params)
   schedule = optax.warmup_cosine_decay_schedule(0.0, p.learning_rate, max(p.warmup_steps, 1),
                                                 max(p.steps, p.warmup_steps + 1), end_value=0.1 * p.learning_rate)
   tx = optax.flatten(optax.chain(optax.clip_by_global_norm(p.clip_norm),

@@ -231,8 +231,8 @@ def check_rows(t: TrainSpec, rows: int, mesh) -> int:
   return rows // t.batch_size
 
 
-def fine_tune(t: TrainSpec, workdir: Path, lm, graphdef, params, *, rows: int, batch_of, loss_fn, val_loss, val_f1, mesh,
-              fingerprint: str, suff_weight: float = 0.0, eval_at_start: bool = False, name: str = "train",
+def fine_tune(t: TrainSpec, workdir: Path, lm, graphdef, params, *, rows: int, batch_of, loss_fn, val_loss, val_f1,
+              mesh, fingerprint: str, suff_weight: float = 0.0, eval_at_start: bool = False, name: str = "train",
               restore_only: bool = False) -> tuple[object, list[dict]]:
   """The QA fine-tuning every trained system shares (the pager, the text buffer's bridge), on the
   core loop: `t` (`train.*`: steps or epochs, batch size, AdamW schedule, clipping, seed), the epoch
