@@ -445,7 +445,7 @@ def test_pager_confidences_are_the_head_the_answer_and_their_sum(run):
   config, workdir, _, _ = run
   assert config.eval.pager_confidence == "head+answer"   # inherited from `cpu`
   setup = pipeline.Setup(config, workdir)
-  splits = data.load(config, workdir)
+  splits = data.load(data.DataSpec.of(config), workdir)
   trained = pipeline.train_pager(setup, config, workdir, splits)   # finished: restores the kept checkpoint
   val = splits["validation"][:4]
   docs = setup.documents(config, [r["document"] for r in val])

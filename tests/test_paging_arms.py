@@ -144,7 +144,7 @@ def test_text_bridge_trains_on_the_rows_and_leaves_the_lm_unchanged(bridged):
 def test_text_bridge_notes_are_the_text_buffers_and_a_rerun_extracts_nothing(bridged, monkeypatch):
   config, workdir = bridged["config"], bridged["workdir"]
   setup = pipeline.Setup(config, workdir)
-  splits = data.load(config, workdir)
+  splits = data.load(data.DataSpec.of(config), workdir)
   stored = json.loads((workdir / "text_bridge" / text_bridge.NOTES).read_text())["notes"]
   assert len(stored) == len({r["document"] for r in splits["train"] + splits["validation"]})
   # Exactly the notes the text buffer makes for those documents at test time.
@@ -177,7 +177,7 @@ def test_without_bridges_every_answer_is_the_frozen_lms(frozen, bridged):
   assert {prefix for _, prefix, _ in frozen["generate"]} == {True, False}
   # The text buffer's answers are the frozen LM's from its notes, as before the bridge existed.
   setup = pipeline.Setup(config, workdir)
-  test = data.load(config, workdir)["test"]
+  test = data.load(data.DataSpec.of(config), workdir)["test"]
   tb = setup.text_buffer(test)
   assert tb.bridge is None and tb.bridged is tb.answerer
   rows = [text_buffer.wrap(setup.tokenizer, config.prompts.answer, "context", b, question=r["question"])

@@ -89,12 +89,12 @@ def test_extra_training_questions_are_answered_by_their_document():
 
 
 # ----------------------------------------------------------------------------- test world, held-out wording
-def _run_config(**data_fields):
-  """The seed and `data` block a run hands to `jaxlab.paging.data`, at a tiny size."""
+def _spec(**data_fields):
+  """The data a run reads (its seed and `data` block, without the fields added since), at a tiny size."""
   d = dict(jsonl_dir="", tfds_dir="", min_tokens=60, max_tokens=300, chunk_words=40, distractor_ratio=0.5,
            horizon=-1.0, num_train=3, num_validation=2, num_test=8, unanswerable_fraction=0.25,
            abstain_answer="unknown", questions_per_document=2)
-  return ml_collections.ConfigDict(dict(seed=0, data={**d, **data_fields}))
+  return data.DataSpec.of(ml_collections.ConfigDict(dict(seed=0, data={**d, **data_fields})))
 
 
 def _without_probes(records):
@@ -104,11 +104,11 @@ def _without_probes(records):
 def test_default_test_seed_keeps_the_data_and_its_builder_name(tmp_path):
   # The builder name of this config before `test_seed` existed: built data and receipts keep theirs.
   name = "latent_pager_e9f064f188ff9b51"
-  for config in (_run_config(), _run_config(test_seed=-1), _run_config(test_seed=0)):
+  for config in (_spec(), _spec(test_seed=-1), _spec(test_seed=0)):
     assert data.synthetic_config(config).name == data.test_config(config).name == name
     assert data.test_world(config) == {"seed": 0, "builder": name}
-  splits = data.load(_run_config(test_seed=-1), tmp_path)
-  cfg = data.synthetic_config(_run_config())
+  splits = data.load(_spec(test_seed=-1), tmp_path)
+  cfg = data.synthetic_config(_spec())
   assert splits["train"] == list(L.generate_qa(cfg, "train", 3))
   assert _without_probes(splits["test"]) == list(L.generate_qa(cfg, "test", 8))
   assert [p["id"] for p in splits["test"] if p.get("probe")]   # probes still follow the test split
@@ -116,8 +116,8 @@ def test_default_test_seed_keeps_the_data_and_its_builder_name(tmp_path):
 
 
 def test_test_seed_draws_the_test_split_from_its_own_world(tmp_path):
-  base = data.load(_run_config(), tmp_path)
-  config = _run_config(test_seed=5)
+  base = data.load(_spec(), tmp_path)
+  config = _spec(test_seed=5)
   splits = data.load(config, tmp_path)
   assert splits["train"] == base["train"] and splits["validation"] == base["validation"]
   test_cfg = data.test_config(config)
@@ -132,7 +132,7 @@ def test_test_seed_draws_the_test_split_from_its_own_world(tmp_path):
 
 @pytest.mark.parametrize("test_seed", [-1, 5])
 def test_held_out_test_split_differs_only_in_its_questions(tmp_path, test_seed):
-  config = _run_config(test_seed=test_seed, num_test=12)
+  config = _spec(test_seed=test_seed, num_test=12)
   test, held = data.load(config, tmp_path, splits=("test",))["test"], data.load_held_out(config, tmp_path)
   same = ("id", "document", "gold_answer", "task_type", "answerable", "evidence", "probe")
   assert [{k: r.get(k) for k in same} for r in held] == [{k: r.get(k) for k in same} for r in test]
@@ -145,10 +145,10 @@ def test_held_out_test_split_differs_only_in_its_questions(tmp_path, test_seed):
 
 # ----------------------------------------------------------------------------- training wordings
 def test_training_wordings_reword_only_the_train_split(tmp_path):
-  name = "latent_pager_e9f064f188ff9b51"   # the builder of `_run_config()` before `train_wordings` existed
-  assert data.synthetic_config(_run_config(train_wordings=1)).name == name
-  one = _run_config(num_train=8, questions_per_document=3)
-  three = _run_config(num_train=8, questions_per_document=3, train_wordings=3)
+  name = "latent_pager_e9f064f188ff9b51"   # the builder of `_spec()` before `train_wordings` existed
+  assert data.synthetic_config(_spec(train_wordings=1)).name == name
+  one = _spec(num_train=8, questions_per_document=3)
+  three = _spec(num_train=8, questions_per_document=3, train_wordings=3)
   cfg = data.synthetic_config(three)
   assert cfg.train_wordings == 3 and cfg.name != data.synthetic_config(one).name
   a, b = data.load(one, tmp_path), data.load(three, tmp_path)
@@ -157,8 +157,8 @@ def test_training_wordings_reword_only_the_train_split(tmp_path):
           == [{k: v for k, v in r.items() if k != "question"} for r in b["train"]])
   assert any(x["question"] != y["question"] for x, y in zip(a["train"], b["train"]))
   for wording in ("train", "held_out"):   # a test world of its own is one builder whatever the training wordings
-    assert (data.test_config(_run_config(test_seed=5, train_wordings=3), wording).name
-            == data.test_config(_run_config(test_seed=5), wording).name)
+    assert (data.test_config(_spec(test_seed=5, train_wordings=3), wording).name
+            == data.test_config(_spec(test_seed=5), wording).name)
   for bad in (0, 4):
     with pytest.raises(config_lib.ConfigError, match=r"config\.data\.train_wordings"):
       config_lib.load("configs/latent_pager.py:smoke", [f"--config.data.train_wordings={bad}"], experiment.validate)

@@ -30,8 +30,9 @@ def _eval(capsys, workdir, folder, out):
 @pytest.mark.float_sensitive
 def test_the_runs_own_test_split_scores_as_the_run_did(finished, tmp_path, capsys):
   config, workdir = finished
-  folder = data.export_jsonl(data.load(config, workdir, splits=("test",)), tmp_path / "data",
-                             world=data.test_world(config), held_out=data.load_held_out(config, workdir))
+  spec = data.DataSpec.of(config)
+  folder = data.export_jsonl(data.load(spec, workdir, splits=("test",)), tmp_path / "data",
+                             world=data.test_world(spec), held_out=data.load_held_out(spec, workdir))
   assert sorted(p.name for p in folder.iterdir()) == ["held_out.jsonl", "test.jsonl", "world.json"]
   assert not any('"probe"' in line for line in (folder / "test.jsonl").read_text().splitlines())
   checkpoints = sorted(p.name for p in (workdir / "checkpoints").iterdir())
@@ -58,7 +59,7 @@ def test_the_runs_own_test_split_scores_as_the_run_did(finished, tmp_path, capsy
 
 def test_test_jsonl_alone_is_enough(finished, tmp_path, capsys):
   config, workdir = finished
-  folder = data.export_jsonl(data.load(config, workdir, splits=("test",)), tmp_path / "data")
+  folder = data.export_jsonl(data.load(data.DataSpec.of(config), workdir, splits=("test",)), tmp_path / "data")
   assert [p.name for p in folder.iterdir()] == ["test.jsonl"]
   code, err = _eval(capsys, workdir, folder, tmp_path / "out")
   assert code == 0, err
@@ -96,7 +97,8 @@ def test_an_unfinished_run_is_refused_not_trained(finished, tmp_path, capsys):
   config, workdir = finished
   unfinished = tmp_path / "unfinished"
   shutil.copytree(workdir, unfinished, ignore=shutil.ignore_patterns("checkpoints"))
-  folder = data.export_jsonl({"test": data.load(config, workdir, splits=("test",))["test"][:2]}, tmp_path / "data")
+  folder = data.export_jsonl({"test": data.load(data.DataSpec.of(config), workdir, splits=("test",))["test"][:2]},
+                             tmp_path / "data")
   code, err = _eval(capsys, unfinished, folder, tmp_path / "out")
   assert code == 2 and "training never started" in err and err.count("\n") == 1
   assert not (unfinished / "checkpoints").exists() and not (tmp_path / "out").exists()

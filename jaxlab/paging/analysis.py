@@ -243,7 +243,7 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
       if ours and ours["mean"] is not None and ours["n"] > 1:   # one measurement is shown, not graded
         comparisons.append(report_lib.compare(f"{t}/{s}/{m}", (value, None), ours))
   summary = {"experiment": config["experiment"], "variant": config.get("variant"),
-             "test_world": data.test_world(from_dict(config)), "figures": figures,
+             "test_world": data.test_world(data.DataSpec.of(from_dict(config))), "figures": figures,
              "intervals": intervals, "thresholds": chosen, "errors": errors, "comparisons": comparisons,
              "training": history,
              "risk_coverage": {s: {k: selective.risk_coverage(c["confidence"], c[k])

@@ -26,6 +26,7 @@ out of every other metric.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import re
@@ -83,58 +84,88 @@ ABSTENTION_KNOBS = ("unanswerable_fraction", "abstain_answer", "questions_per_do
 OPTIONAL_KNOBS = ABSTENTION_KNOBS + ("question_wording", "train_wordings")
 
 
-def synthetic_config(config, seed: int | None = None, **override) -> long_doc_qa.LongDocQAConfig:
+@dataclasses.dataclass(frozen=True)
+class DataSpec:
+  """Where a run's questions come from: `data.*` and the run's `seed`, read once from its config
+  (`of`). Values keep the config's types, since the builder's name is a fingerprint of them."""
+  seed: int                 # the world of train and validation
+  test_seed: int            # -1: the run's seed (`data.test_seed`; absent in configs written before it)
+  jsonl_dir: str            # "": the synthetic set
+  tfds_dir: str             # "": WORKDIR/tfds
+  min_tokens: int
+  max_tokens: int
+  distractor_ratio: float
+  chunk_words: int
+  horizon: float            # < 0: a horizon per example
+  num_train: int | None     # documents per split (None: all)
+  num_validation: int | None
+  num_test: int | None
+  unanswerable_fraction: float
+  abstain_answer: str
+  questions_per_document: int
+  question_wording: str
+  train_wordings: int
+
+  @classmethod
+  def of(cls, config) -> DataSpec:
+    d = config.data.to_dict()
+    defaults = {k: long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default for k in OPTIONAL_KNOBS}
+    return cls(seed=config.seed, test_seed=d.get("test_seed", -1), jsonl_dir=d.get("jsonl_dir", ""),
+               tfds_dir=d.get("tfds_dir", ""), **{k: d[k] for k in KNOBS},
+               **{k: d.get(k, defaults[k]) for k in OPTIONAL_KNOBS})
+
+
+KNOBS = ("min_tokens", "max_tokens", "distractor_ratio", "chunk_words", "horizon", "num_train", "num_validation",
+         "num_test")
+
+
+def synthetic_config(spec: DataSpec, seed: int | None = None, **override) -> long_doc_qa.LongDocQAConfig:
   """The TFDS config of the run's synthetic set (`seed`: the world seed, None for the run's `seed`;
   `override`: data fields replaced, e.g. a context-rot cell's distractor ratio and horizon, or the
-  builder's `question_wording`). The name is a fingerprint of what fixes the records.
-  `data.train_wordings` (absent in configs written before it: 1) words the training questions."""
-  seed = config.seed if seed is None else seed
-  d = {**config.data.to_dict(), **override}
-  knobs = {k: d[k] for k in ("min_tokens", "max_tokens", "distractor_ratio", "chunk_words",
-                             "num_train", "num_validation", "num_test")}
+  builder's `question_wording`). The name is a fingerprint of what fixes the records."""
+  d = dataclasses.asdict(dataclasses.replace(spec, **override))
+  seed = spec.seed if seed is None else seed
+  knobs = {k: d[k] for k in KNOBS if k != "horizon"}
   defaults = {k: long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default for k in OPTIONAL_KNOBS}
-  extra = {k: d.get(k, defaults[k]) for k in OPTIONAL_KNOBS if d.get(k, defaults[k]) != defaults[k]}
+  extra = {k: d[k] for k in OPTIONAL_KNOBS if d[k] != defaults[k]}
   name = "latent_pager_" + checkpoint.fingerprint({"seed": seed, **knobs, "horizon": d["horizon"], **extra})
   return long_doc_qa.LongDocQAConfig(
       name=name, min_tokens=d["min_tokens"], max_tokens=d["max_tokens"], distractor_ratio=d["distractor_ratio"],
       horizon=None if d["horizon"] < 0 else d["horizon"], chunk_tokens=d["chunk_words"], num_train=d["num_train"],
       num_validation=d["num_validation"], num_test=d["num_test"], seed=seed,
       unanswerable_fraction=d["unanswerable_fraction"], abstain_answer=d["abstain_answer"],
-      questions_per_document=d["questions_per_document"], question_wording=extra.get("question_wording", "train"),
-      train_wordings=extra.get("train_wordings", 1))
+      questions_per_document=d["questions_per_document"], question_wording=d["question_wording"],
+      train_wordings=d["train_wordings"])
 
 
-def _test_seed(config) -> int:
-  """The world seed of the test split: `data.test_seed`, or the run's `seed` where it is -1 (or
-  absent, in configs written before the field)."""
-  seed = config.data.to_dict().get("test_seed", -1)
-  return config.seed if seed < 0 else seed
+def _test_seed(spec: DataSpec) -> int:
+  """The world seed of the test split: `data.test_seed`, or the run's `seed` where it is -1."""
+  return spec.seed if spec.test_seed < 0 else spec.test_seed
 
 
-def test_config(config, question_wording: str = "train", **override) -> long_doc_qa.LongDocQAConfig:
+def test_config(spec: DataSpec, question_wording: str = "train", **override) -> long_doc_qa.LongDocQAConfig:
   """The TFDS config whose test split the run is scored on: the run's own (`synthetic_config`) when
   the test world is the run's and the wording the training one; otherwise a config of the test
   seed and `question_wording` whose train and validation splits are one document each (never read),
   so it is one builder whatever `data.train_wordings` is."""
-  seed = _test_seed(config)
-  if seed == config.seed and question_wording == "train":
-    return synthetic_config(config, **override)
-  return synthetic_config(config, seed=seed, **{**override, "num_train": 1, "num_validation": 1,
-                                                "question_wording": question_wording, "train_wordings": 1})
+  seed = _test_seed(spec)
+  if seed == spec.seed and question_wording == "train":
+    return synthetic_config(spec, **override)
+  return synthetic_config(spec, seed=seed, **{**override, "num_train": 1, "num_validation": 1,
+                                              "question_wording": question_wording, "train_wordings": 1})
 
 
-def test_world(config, **override) -> dict:
+def test_world(spec: DataSpec, **override) -> dict:
   """The world the run's test split comes from: {"seed", "builder"} (the TFDS config name); for
   JSONL data, the folder's world.json (`export_jsonl`), or both None."""
-  if config.data.jsonl_dir:
-    path = repo_path(config.data.jsonl_dir) / WORLD_FILE
+  if spec.jsonl_dir:
+    path = repo_path(spec.jsonl_dir) / WORLD_FILE
     return json.loads(path.read_text()) if path.is_file() else {"seed": None, "builder": None}
-  return {"seed": _test_seed(config), "builder": test_config(config, **override).name}
+  return {"seed": _test_seed(spec), "builder": test_config(spec, **override).name}
 
 
-def _tfds_dir(config, workdir: Path) -> str:
-  d = config.data
-  return str(repo_path(d.tfds_dir) if d.tfds_dir else Path(workdir) / "tfds")
+def _tfds_dir(spec: DataSpec, workdir: Path) -> str:
+  return str(repo_path(spec.tfds_dir) if spec.tfds_dir else Path(workdir) / "tfds")
 
 
 def _read(builder_config: long_doc_qa.LongDocQAConfig, data_dir: str, splits) -> dict[str, list[dict]]:
@@ -150,20 +181,20 @@ def _first_documents(records: list[dict], n: int | None) -> list[dict]:
   return [r for r in records if r["document"] in keep]
 
 
-def load(config, workdir: Path, splits=SPLITS, **override) -> dict[str, list[dict]]:
+def load(spec: DataSpec, workdir: Path, splits=SPLITS, **override) -> dict[str, list[dict]]:
   """{split: records} of `splits` (JSONL: only their files are read); the test split ends with its
   consistency probes. The synthetic set is built under data.tfds_dir ("" = WORKDIR/tfds), its test
   split from the test world (`test_config`). `num_*` count documents (an override of None keeps
   them all): a training document may carry `questions_per_document` questions."""
-  d = config.data
+  d = spec
   if d.jsonl_dir:
     out = {s: jsonl.read_jsonl(repo_path(d.jsonl_dir) / f"{s}.jsonl") for s in splits}
   else:
-    run_config, test = synthetic_config(config, **override), test_config(config, **override)
+    run_config, test = synthetic_config(spec, **override), test_config(spec, **override)
     own = [s for s in splits if s != "test" or test.name == run_config.name]
-    out = _read(run_config, _tfds_dir(config, workdir), own) if own else {}
+    out = _read(run_config, _tfds_dir(spec, workdir), own) if own else {}
     if len(own) < len(splits):
-      out["test"] = _read(test, _tfds_dir(config, workdir), ("test",))["test"]
+      out["test"] = _read(test, _tfds_dir(spec, workdir), ("test",))["test"]
     out = {s: out[s] for s in splits}
   for split, n in zip(SPLITS, (d.num_train, d.num_validation, d.num_test)):
     if split in out:
@@ -176,21 +207,21 @@ def load(config, workdir: Path, splits=SPLITS, **override) -> dict[str, list[dic
 WORLD_FILE, HELD_OUT_FILE = "world.json", "held_out.jsonl"   # beside a JSONL folder's splits
 
 
-def load_held_out(config, workdir: Path, **override) -> list[dict]:
+def load_held_out(spec: DataSpec, workdir: Path, **override) -> list[dict]:
   """The run's test split (from its test world) with every question, unanswerable ones included,
   worded by the held-out templates, followed by its consistency probes, asked in the held-out
   wording too (same ids, bridges and gold answers as the original probes). The documents, gold
   answers, ids, task types and `answerable` flags are those of `load(...)["test"]`. JSONL data:
   `data.jsonl_dir`/held_out.jsonl (as `export_jsonl` writes it)."""
-  if config.data.jsonl_dir:
-    path = repo_path(config.data.jsonl_dir) / HELD_OUT_FILE
+  if spec.jsonl_dir:
+    path = repo_path(spec.jsonl_dir) / HELD_OUT_FILE
     if not path.is_file():
       raise FileNotFoundError(f"{path} not found: held-out wordings of JSONL data are a held_out.jsonl beside "
                               "test.jsonl")
     test = jsonl.read_jsonl(path)
   else:
-    test = _read(test_config(config, "held_out", **override), _tfds_dir(config, workdir), ("test",))["test"]
-  test = _first_documents(test, override.get("num_test", config.data.num_test))
+    test = _read(test_config(spec, "held_out", **override), _tfds_dir(spec, workdir), ("test",))["test"]
+  test = _first_documents(test, override.get("num_test", spec.num_test))
   return test + [p for p in (probe(r, "held_out") for r in test) if p is not None]
 
 

@@ -27,6 +27,7 @@ split (`data.export_jsonl`), a run gives its summary.json byte for byte.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -60,11 +61,12 @@ def evaluate(workdir, data_dir, out) -> Path | None:
     raise ValueError(f"--out {out} is the run's own workdir; give a new folder")
   config = config_lib.from_dict(raw)
   scored = {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}
-  scored_config = config_lib.from_dict(scored)
-  test = data.load(scored_config, out, splits=("test",), num_test=None)["test"]
+  run_data = data.DataSpec.of(config)
+  scored_data = dataclasses.replace(run_data, jsonl_dir=str(data_dir))
+  test = data.load(scored_data, out, splits=("test",), num_test=None)["test"]
 
   setup = pipeline.Setup(config, workdir)
-  splits = {**data.load(config, workdir, splits=("train", "validation")), "test": test}
+  splits = {**data.load(run_data, workdir, splits=("train", "validation")), "test": test}
   trained = pipeline.train_pager(setup, config, workdir, splits, restore_only=True)
   if config.text_buffer.lora_rank:   # the text buffer's own bridge, read back like the pager
     setup.text_bridge, _ = text_bridge.fit(setup, config, workdir, splits, restore_only=True)
@@ -75,7 +77,7 @@ def evaluate(workdir, data_dir, out) -> Path | None:
   tb = setup.text_buffer(test)
   answered, timed = pipeline.answer_test(setup, config, trained, test, tb=tb)
   reworded = data_dir / data.HELD_OUT_FILE
-  held = (pipeline.held_out(setup, scored_config, out, trained, tb)
+  held = (pipeline.held_out(setup, config, scored_data, out, trained, tb)
           if config.eval.held_out_wordings and reworded.is_file() else None)
   if jax.process_index() != 0:
     return None

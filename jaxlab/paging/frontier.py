@@ -107,7 +107,7 @@ def select(results: dict[str, dict]) -> dict:
 def run(config, workdir: Path, setup):
 
   workdir = Path(workdir)
-  splits = data.load(config, workdir, num_train=config.frontier.num_train,
+  splits = data.load(data.DataSpec.of(config), workdir, num_train=config.frontier.num_train,
                      num_validation=config.frontier.num_validation, num_test=config.frontier.num_test)
   abstain = config.data.abstain_answer
   results, trained = {}, {}
@@ -143,8 +143,10 @@ def run(config, workdir: Path, setup):
     val_pager = pipeline.answer_split(setup, c, trained[n], splits["validation"],
                                         docs=trained[n]["validation_docs"], systems=("latent_pager",))["latent_pager"]
     val_text[n] = val_pager
-    measured[n] = timing.measure(setup, c, trained[n], tb, timed, systems=("latent_pager",))["latent_pager"]
-  measured.update(timing.measure(setup, config, None, tb, timed, systems=("text_buffer", "full_context")))
+    measured[n] = timing.measure(setup, timing.TimingSpec.of(c), trained[n], tb, timed,
+                                 systems=("latent_pager",))["latent_pager"]
+  measured.update(timing.measure(setup, timing.TimingSpec.of(config), None, tb, timed,
+                                 systems=("text_buffer", "full_context")))
   if jax.process_index() != 0:
     return None
   pipeline.write_predictions(workdir / "predictions.jsonl", test, answered)

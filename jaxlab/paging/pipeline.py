@@ -131,7 +131,7 @@ def answer_test(setup: Setup, config, trained: dict, test: list[dict], tb=None) 
   tb = tb or setup.text_buffer(test)
   answered = answer_split(setup, config, trained, test, tb=tb)
   timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
-  measured = timing.served(setup, config, trained, tb, timed)
+  measured = timing.served(setup, timing.TimingSpec.of(config), trained, tb, timed)
   return answered, {**measured, "documents_computed": setup.store.computed, "max_pages": trained["max_pages"]}
 
 
@@ -146,14 +146,15 @@ def compare(config, workdir: Path):
   if jax.process_index() == 0:
     print(bar_lib.declared_text(config.bar.to_dict()), flush=True)   # declared before any result
   setup = Setup(config, workdir)
-  splits = data.load(config, workdir)
+  spec = data.DataSpec.of(config)
+  splits = data.load(spec, workdir)
   trained = train_pager(setup, config, workdir, splits)
   if config.text_buffer.lora_rank:   # every text buffer made from here on answers with it
     setup.text_bridge, _ = text_bridge.fit(setup, config, workdir, splits)
   val = answer_split(setup, config, trained, splits["validation"], docs=trained["validation_docs"])
   tb = setup.text_buffer(splits["test"])
   answered, timed = answer_test(setup, config, trained, splits["test"], tb=tb)
-  held = held_out(setup, config, workdir, trained, tb) if config.eval.held_out_wordings else None
+  held = held_out(setup, config, spec, workdir, trained, tb) if config.eval.held_out_wordings else None
   if jax.process_index() != 0:
     return None
   write_predictions(workdir / "validation.jsonl", splits["validation"], val)
@@ -164,11 +165,11 @@ def compare(config, workdir: Path):
   return pager_report.write(workdir)
 
 
-def held_out(setup: Setup, config, workdir: Path, trained: dict, tb) -> tuple[list[dict], dict]:
+def held_out(setup: Setup, config, spec: data.DataSpec, workdir: Path, trained: dict, tb) -> tuple[list[dict], dict]:
   """(records, every system's answers) of the test set in the held-out wordings
   (`data.load_held_out`); the text buffer reuses the test's notes (they depend on the document
   only)."""
-  records = data.load_held_out(config, workdir)
+  records = data.load_held_out(spec, workdir)
   reworded = setup.text_buffer(records)
   reworded.buffers = dict(tb.buffers)
   return records, answer_split(setup, config, trained, records, tb=reworded)

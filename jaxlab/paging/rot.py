@@ -54,9 +54,9 @@ def run(config, workdir: Path):
   cells = []
   for d in config.rot.distractor_ratios:
     for h in config.rot.horizons:
-      splits = data.load(pager_config, workdir, distractor_ratio=float(d), horizon=float(h), num_train=1,
-                         num_validation=1, num_test=config.rot.questions_per_cell, unanswerable_fraction=0.0,
-                         questions_per_document=1)
+      splits = data.load(data.DataSpec.of(pager_config), workdir, distractor_ratio=float(d), horizon=float(h),
+                         num_train=1, num_validation=1, num_test=config.rot.questions_per_cell,
+                         unanswerable_fraction=0.0, questions_per_document=1)
       test = [r for r in splits["test"] if not r.get("probe")]
       trained["q_width"] = pager_lib.question_width(setup.tokenizer, pager_config.prompts.pager, test)
       out = pipeline.answer_split(setup, pager_config, trained, test)

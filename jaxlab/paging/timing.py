@@ -63,6 +63,29 @@ import numpy as np
 from jaxlab.paging import encoders, pager as pager_lib, pages, text_buffer
 
 SERVED = ("latent_pager", "text_buffer")
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingSpec:
+  """What the timing reads of a run's config (`of`)."""
+  questions_per_document: tuple[int, ...]   # `eval.questions_per_document_timed`: the Q of `served`
+  repeats: int                              # `eval.latency_repeats`
+  encoder: str                              # `pager.encoder`
+  pager_confidence: str                     # `eval.pager_confidence`
+  pager_prompt: str                         # `prompts.pager`
+  answer_prompt: str                        # `prompts.answer`
+  max_pages: int                            # `pages.max_pages` (0: the page store's batch)
+  full_context: bool                        # `eval.full_context`
+  context_tokens: int                       # `model.context_tokens`
+
+  @classmethod
+  def of(cls, config) -> TimingSpec:
+    e = config.eval
+    return cls(questions_per_document=tuple(int(q) for q in e.questions_per_document_timed),
+               repeats=int(e.latency_repeats), encoder=config.pager.encoder, pager_confidence=e.pager_confidence,
+               pager_prompt=config.prompts.pager, answer_prompt=config.prompts.answer,
+               max_pages=config.pages.max_pages, full_context=bool(e.full_context),
+               context_tokens=config.model.context_tokens)
 PARTS = ("ingest", "answer", "first_token")
 CLOCKS = ("wall_s", "cpu_s")
 
@@ -98,23 +121,23 @@ def _by_document(records) -> tuple[list[dict], dict]:
   return first, questions
 
 
-def served(setup, config, trained: dict, tb: text_buffer.TextBuffer, records) -> dict:
+def served(setup, spec: TimingSpec, trained: dict, tb: text_buffer.TextBuffer, records) -> dict:
   """timing.json of `compare` (see the module docstring): {"questions_per_document", "repeats",
   system: {"ids", "wall_s" and "cpu_s": {"ingest": (repeats, documents), "answer": (repeats,
   documents, max Q), "first_token": (repeats, documents)}, "peak_bytes"}} over the documents of
   `records` (one per document: the first record on it)."""
-  lm, tok, store, c = setup.lm, setup.tokenizer, setup.store, config
-  qs, repeats = [int(q) for q in c.eval.questions_per_document_timed], int(c.eval.latency_repeats)
+  lm, tok, store = setup.lm, setup.tokenizer, setup.store
+  qs, repeats = list(spec.questions_per_document), spec.repeats
   most = max(qs)
   timed, asked = _by_document(records)
   question = lambda r, j: asked[r["document"]][j % len(asked[r["document"]])]
 
   rows = trained["max_pages"]
-  q_width = max(trained["q_width"], pager_lib.question_width(tok, c.prompts.pager, records))
+  q_width = max(trained["q_width"], pager_lib.question_width(tok, spec.pager_prompt, records))
   per_document = dataclasses.replace(store.settings, batch_size=rows)
-  kind = encoders.get(c.pager.encoder)
+  kind = encoders.get(spec.encoder)
   args = (lm, trained["graphdef"], trained["params"])
-  reader = pager_lib.Reader(*args, setup.settings, c.eval.pager_confidence)
+  reader = pager_lib.Reader(*args, setup.settings, spec.pager_confidence)
   first = pager_lib.Reader(*args, _one_token(setup.settings), "answer")
   forward = pages.Forward(lm, per_document) if kind.stored_states else None
 
@@ -122,7 +145,7 @@ def served(setup, config, trained: dict, tb: text_buffer.TextBuffer, records) ->
     return jax.block_until_ready(reader.soft_tokens(_Fresh(kind, store, document, forward, setup.pad).batch([0], rows)))
 
   def pager_answer(soft, q, model=reader):
-    return model.answer_from(tok, soft, [q], c.prompts.pager, width=q_width, abstain=setup.abstain)
+    return model.answer_from(tok, soft, [q], spec.pager_prompt, width=q_width, abstain=setup.abstain)
 
   one = dataclasses.replace(tb, answer_batch_size=1, extract_batch_size=rows)
   one_first = dataclasses.replace(one, settings=_one_token(tb.settings))
@@ -154,7 +177,7 @@ def served(setup, config, trained: dict, tb: text_buffer.TextBuffer, records) ->
         for j in range(most):
           t["answer"][rep, d, j] = _clocked(answer, memory, question(r, j))[1:]
         t["first_token"][rep, d] = _clocked(first_token, memory, question(r, 0))[1:]
-  peak = {"latent_pager": _pager_peak(setup, config, trained, reader, forward), "text_buffer": _text_peak(one, rows)}
+  peak = {"latent_pager": _pager_peak(setup, kind, trained, reader, forward), "text_buffer": _text_peak(one, rows)}
   ids = [r["id"] for r in timed]
   return {"questions_per_document": qs, "repeats": repeats,
           **{s: {"ids": ids, **{k: {p: seconds[s][p][..., i].tolist() for p in PARTS} for i, k in enumerate(CLOCKS)},
@@ -180,28 +203,28 @@ def _timed(systems: dict, records) -> dict:
 ALL = ("latent_pager", "text_buffer", "full_context")
 
 
-def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, records, systems=ALL) -> dict:
+def measure(setup, spec: TimingSpec, trained: dict | None, tb: text_buffer.TextBuffer, records, systems=ALL) -> dict:
   """{system: {"latency_s": [...], "cpu_s": [...], "ids": [...], "peak_bytes": int}} over `records`
   (the full context on those whose document fits, when `eval.full_context`), nothing cached."""
-  lm, tok, store, c = setup.lm, setup.tokenizer, setup.store, config
+  lm, tok, store = setup.lm, setup.tokenizer, setup.store
   timed, peak = {}, {}
 
-  rows = trained["max_pages"] if trained else c.pages.max_pages or store.settings.batch_size
+  rows = trained["max_pages"] if trained else spec.max_pages or store.settings.batch_size
   per_question = dataclasses.replace(store.settings, batch_size=rows)
   if "latent_pager" in systems:
-    reader = pager_lib.Reader(lm, trained["graphdef"], trained["params"], setup.settings, c.eval.pager_confidence)
-    kind = encoders.get(c.pager.encoder)
+    reader = pager_lib.Reader(lm, trained["graphdef"], trained["params"], setup.settings, spec.pager_confidence)
+    kind = encoders.get(spec.encoder)
     forward = pages.Forward(lm, per_question) if kind.stored_states else None
 
-    width = max(trained["q_width"], pager_lib.question_width(tok, c.prompts.pager, records))
+    width = max(trained["q_width"], pager_lib.question_width(tok, spec.pager_prompt, records))
 
     def pager_question(r):
       docs = _Fresh(kind, store, r["document"], forward, setup.pad)
-      return reader.answer(tok, docs, [0], [r["question"]], c.prompts.pager, max_pages=trained["max_pages"],
+      return reader.answer(tok, docs, [0], [r["question"]], spec.pager_prompt, max_pages=trained["max_pages"],
                            width=width, batch_size=1, abstain=setup.abstain)
 
     timed["latent_pager"] = (pager_question, records)
-    peak["latent_pager"] = _pager_peak(setup, config, trained, reader, forward)
+    peak["latent_pager"] = _pager_peak(setup, kind, trained, reader, forward)
   one = dataclasses.replace(tb, answer_batch_size=1, extract_batch_size=rows)
   if "text_buffer" in systems:
 
@@ -211,11 +234,11 @@ def measure(setup, config, trained: dict | None, tb: text_buffer.TextBuffer, rec
 
     timed["text_buffer"] = (text_question, records)
     peak["text_buffer"] = _text_peak(one, rows)
-  if "full_context" in systems and c.eval.full_context:
-    fits = [r for r in records if text_buffer.fits(tok, r, c.prompts.answer, setup.settings, c.model.context_tokens)]
+  if "full_context" in systems and spec.full_context:
+    fits = [r for r in records if text_buffer.fits(tok, r, spec.answer_prompt, setup.settings, spec.context_tokens)]
     if len(fits) >= 2:
       timed["full_context"] = (lambda r: text_buffer.full_context(
-          one.answerer, tok, [r], c.prompts.answer, c.model.context_tokens, 1, setup.abstain), fits)
+          one.answerer, tok, [r], spec.answer_prompt, spec.context_tokens, 1, setup.abstain), fits)
   seconds = _timed(timed, records)
   return {s: {"latency_s": seconds[s][0], "cpu_s": seconds[s][1], "ids": [r["id"] for r in mine],
               **({"peak_bytes": peak[s]} if s in peak else {})} for s, (_, mine) in timed.items()}
@@ -225,9 +248,9 @@ def _text_peak(one: text_buffer.TextBuffer, rows: int) -> int:
   return max(one.extractor.peak_bytes(rows, one.extract_width, 0), one.answerer.peak_bytes(1, one.answer_width, 0))
 
 
-def _pager_peak(setup, config, trained, reader, forward) -> int:
-  lm, store, c = setup.lm, setup.store, config
-  if encoders.get(c.pager.encoder).stored_states:
+def _pager_peak(setup, kind, trained, reader, forward) -> int:
+  lm, store = setup.lm, setup.store
+  if kind.stored_states:
     inputs = dict(zip(("states", "page_mask"), pages.batch_pages(
         [np.zeros((1, len(store.settings.hidden_layers), lm.cfg.hidden_size), np.float32)], trained["max_pages"])))
   else:
