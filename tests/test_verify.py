@@ -136,6 +136,8 @@ def test_figures_without_a_spread_are_unchecked_not_passed(copy, tmp_path):
 def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   root = tmp_path / "results"
   shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
+  meta = root / "hidden_gems" / "smoke" / "receipt.json"   # a receipt of this machine kind
+  meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": receipts.machine()}))
   timing = lambda mean: {"latency_ratio": {"mean": mean, "ci": [mean - 0.1, mean + 0.1], "n": 16}, "latency_s": [0.1, 0.2]}
   (root / "hidden_gems" / "smoke" / "timing.json").write_text(json.dumps(timing(2.8)))
   assert not receipts.verify(copy, root, "seed").ok            # the run wrote none
@@ -157,6 +159,14 @@ def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   assert result.ok and [c.ok for c in result.checks if c.name == "pager.question"] == [None]
   (copy / "timing.json").write_text(json.dumps(seconds(0.0055, 2.5)))
   assert [c.name for c in receipts.verify(copy, root, "seed").failures] == ["cpu_ratio"]
+  # A receipt made on other hardware: its ratios are shown, not judged.
+  other = {**receipts.machine(), "cpu_features": ["avx", "avx2", "fma", "avx512f"]}
+  meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": other}))
+  result = receipts.verify(copy, root, "seed")
+  assert result.ok and [(c.ok, c.why) for c in result.checks if c.name == "cpu_ratio"] == [
+      (None, "a ratio measured on other hardware (verdicts that cite timing.json are judged)")]
+  meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": {**receipts.machine(), "jax": "0.0"}}))
+  assert [c.name for c in receipts.verify(copy, root, "seed").failures] == ["cpu_ratio"]   # software alone: judged
 
 
 def test_report_verdicts_are_read_from_its_tables():

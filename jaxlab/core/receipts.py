@@ -112,6 +112,14 @@ def cpu_threads() -> int:
   return int(os.environ.get("NPROC") or os.cpu_count() or 1)
 
 
+HARDWARE = ("backend", "arch", "cpu_features", "xla_cpu_max_isa", "device_kind")
+
+
+def _hardware(kind: dict) -> dict:
+  """What of a machine kind sets how fast each program runs (not the software's versions)."""
+  return {k: kind.get(k) for k in HARDWARE}
+
+
 def machine() -> dict:
   """The machine kind a deterministic run reproduces bitwise on."""
   import jax
@@ -447,9 +455,13 @@ def _in_interval(kind: str, name: str, a: dict, b, overlap: bool = False) -> Che
                "" if inside else "outside the receipt's interval")
 
 
-def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool = False) -> list[Check]:
+def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool = False,
+                       other_hardware: bool = False) -> list[Check]:
   """Every entry with an interval: the run's figure inside it; any other leaf (unless
-  `only_intervals`): equal, or unchecked where two numbers differ with nothing to judge them by."""
+  `only_intervals`): equal, or unchecked where two numbers differ with nothing to judge them by.
+  Timing: absolute seconds are shown, not judged; ratios of two systems timed in one run are
+  judged, except when the run's hardware differs from the receipt's (`other_hardware`), where
+  the relative cost of two programs moves with it."""
   stop = lambda node: "ci" in node or "mean" in node or "diff" in node
   a, b = _flat(receipt, stop=stop), _flat(run, stop=stop)
   checks = []
@@ -460,6 +472,9 @@ def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool
       if kind == "timing" and check.ok is False and "ratio" not in name.rsplit(".", 1)[-1] and _has_interval(y):
         check = dataclasses.replace(check, ok=None, why="absolute seconds: moved with the machine's state "
                                     "(ratios of systems timed in the same run are judged)")
+      elif kind == "timing" and check.ok is False and other_hardware and _has_interval(y):
+        check = dataclasses.replace(check, ok=None, why="a ratio measured on other hardware (verdicts that cite "
+                                    f"{TIMING} are judged)")
       checks.append(check)
     elif only_intervals:
       continue
@@ -571,7 +586,8 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
   checks += _compare_intervals("headline", receipt.get("headline") or {}, summary.get("headline") or {})
   if (where / TIMING).is_file():
     if (workdir / TIMING).is_file():
-      checks += _compare_intervals("timing", _read(where / TIMING), _read(workdir / TIMING), only_intervals=True)
+      checks += _compare_intervals("timing", _read(where / TIMING), _read(workdir / TIMING), only_intervals=True,
+                                   other_hardware=_hardware(meta.get("machine") or here) != _hardware(here))
     else:
       checks.append(Check("timing", TIMING, "present", None, False, "the run wrote no timing.json"))
   if (where / "report.md").is_file() and (workdir / "report.md").is_file():
