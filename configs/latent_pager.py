@@ -12,6 +12,7 @@
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
   jaxlab run configs/latent_pager.py:seeds --workdir checkpoints/latent_pager_seeds        # cpu over training seeds
   jaxlab run configs/latent_pager.py:repro --workdir checkpoints/latent_pager_repro        # the published design
+  jaxlab run configs/latent_pager.py:long --workdir checkpoints/latent_pager_long          # text references, long docs
   jaxlab run configs/latent_pager.py:qwen3_1p7b --workdir checkpoints/latent_pager_qwen3 \
       --config.model.path=/path/to/Qwen3-1.7B                                             # an accelerator
   jaxlab run configs/latent_pager.py:qwen3_1p7b_repro --workdir checkpoints/latent_pager_qwen3_repro \
@@ -92,7 +93,8 @@ def repro():
   c.generation = ml_collections.ConfigDict(dict(max_new_tokens=12, repetition_penalty=1.0, truncate_repeats=True))
   c.text_buffer = ml_collections.ConfigDict(dict(
       extract_max_tokens=48, extract_repetition_penalty=1.0, separator=" ", max_context_tokens=160,
-      lora_rank=0))                 # > 0: a LoRA bridge of this rank on its answering LM, trained on the QA rows
+      lora_rank=0,                  # > 0: a LoRA bridge of this rank on its answering LM, trained on the QA rows
+      keep=""))                     # notes over max_context_tokens: "" keeps the first, "last", "bm25" (per question)
   c.prompts = ml_collections.ConfigDict(dict(       # the base model's training formats
       extract="{chunk}\n\nKey facts:",
       answer="{context}\n\nQuestion: {question}\nAnswer:",
@@ -131,6 +133,9 @@ def repro():
   # validation; the text buffer's bridge has the pager's rank.
   c.arms = ml_collections.ConfigDict(dict(pager=("bridge", "no_bridge", "mean"), text_buffer=("frozen", "bridge"),
                                           text_buffer_rank=8))
+  # The `references` mode (jaxlab/paging/references.py): the text buffer under each budget rule of
+  # `keep` and the chunk readers of `readers` ("retrieval": BM25 top chunks; "oracle": the evidence's).
+  c.references = ml_collections.ConfigDict(dict(keep=(), readers=()))
   return c
 
 
@@ -333,8 +338,25 @@ def qwen3_1p7b_repro():
   return c
 
 
+def long():
+  """Documents 8x-32x the LM's window (1,800-7,000 words: about 2k-8k tokens, 20-100 chunks) from
+  the same world generator (more entities and facts per document, the evidence anywhere,
+  distractors about the same entities), the same splits, unanswerable share and wordings as `cpu`,
+  and a test world of its own. Every system reads at most 192 tokens of context (two chunks): the
+  text buffer under each budget rule (its notes' first tokens, their last, or the notes that best
+  match the question; the rule chosen on validation), the top BM25 chunks, and the oracle's
+  chunks. Training documents are few: nothing here trains."""
+  c = cpu()
+  c.mode = "references"
+  c.data.update(dict(min_tokens=1_800, max_tokens=7_000, num_train=200, num_validation=150, num_test=300,
+                     test_seed=3031))
+  c.text_buffer.max_context_tokens = 192
+  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "oracle")))
+  return c
+
+
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
-                      "smoke": smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
+                      "smoke": smoke, "long": long, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -27,7 +27,7 @@ from jaxlab.core.config import (ConfigError, import_modules, int_at_least, is_no
                                 require, require_int, tuple_of)
 from jaxlab.data import lexicon
 from jaxlab.paging import (arms, encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
-                           reporting as pager_report, rot, seeds, selective)
+                           references, reporting as pager_report, rot, seeds, selective, text_buffer)
 from jaxlab.paging.pipeline import DTYPES
 
 
@@ -46,6 +46,7 @@ MODES = {
     "rot": (rot.run, rot.report),
     "seeds": (seeds.run, seeds.report),
     "arms": (arms.run, arms.report),
+    "references": (references.run, references.report),
 }
 
 
@@ -129,6 +130,12 @@ def validate(config) -> None:
   require(config, "text_buffer.extract_repetition_penalty", is_positive, "positive (1.0: none)")
   require_int(config, "text_buffer.max_context_tokens", 1)
   require_int(config, "text_buffer.lora_rank", 0, "0: the frozen LM answers")
+  require(config, "text_buffer.keep", lambda v: v in text_buffer.KEEP, f"one of {text_buffer.KEEP}")
+  for field, names in (("keep", text_buffer.KEEP), ("readers", references.READERS)):
+    require(config, f"references.{field}",
+            lambda v, n=names: isinstance(v, tuple) and all(x in n for x in v) and len(set(v)) == len(v)
+            and (v or config.mode != "references"), f"a tuple of distinct values of {names} (non-empty in mode "
+            "'references')")
   for field, slot in (("extract", "chunk"), ("answer", "context"), ("pager", "question")):
     require(config, f"prompts.{field}", lambda v, s=slot: "{" + s + "}" in v, f"a template with {{{slot}}}")
   require(config, "prompts.answer", lambda v: "{question}" in v, "a template with {question}")

@@ -48,15 +48,17 @@ class Setup:
   def documents(self, config, documents: list[str], desc: str = "pages") -> pager_lib.Documents:
     return pager_lib.Documents(config.pager.encoder, self.store, documents, desc=desc)
 
-  def text_buffer(self, records, bridge=None) -> text_buffer.TextBuffer:
-    """The text buffer answering `records`, with `bridge` (default: the trained `text_bridge`, if any)."""
+  def text_buffer(self, records, bridge=None, keep: str | None = None) -> text_buffer.TextBuffer:
+    """The text buffer answering `records`, with `bridge` (default: the trained `text_bridge`, if any)
+    and the budget rule `keep` (default: `text_buffer.keep`)."""
     c, t = self.config, self.config.text_buffer
     extract = generation.Settings(t.extract_max_tokens, float(t.extract_repetition_penalty), self.eos, self.pad,
                                   self.settings.truncate_repeats)
     width = text_buffer.answer_width(self.tokenizer, c.prompts.answer, t.max_context_tokens, records)
     return text_buffer.TextBuffer(self.lm, self.tokenizer, self.store, self.settings, extract, dict(c.prompts),
                                   t.separator, t.max_context_tokens, c.eval.batch_size, width, self.abstain,
-                                  bridge=self.text_bridge if bridge is None else bridge)
+                                  bridge=self.text_bridge if bridge is None else bridge,
+                                  keep=t.get("keep", "") if keep is None else keep)
 
 
 def train_pager(setup: Setup, config, workdir: Path, splits: dict, restore_only: bool = False) -> dict:

@@ -79,10 +79,11 @@ def eval_ce(params, graphdef, lm_graphdef, lm_state, batch):
 
 def notes_key(tb: TextBuffer) -> str:
   """What a document's notes depend on: the LM and page settings (the store's key), the
-  extraction's generation settings, template, separator and length."""
+  extraction's generation settings, template, separator, length and budget rule (named only when
+  not the first tokens', so notes saved before the rule existed keep their key)."""
   return checkpoint.fingerprint({"store": tb.store.prefix, "extract": dataclasses.asdict(tb.extract_settings),
                                  "template": tb.prompts["extract"], "separator": tb.separator,
-                                 "max_context_tokens": tb.max_context_tokens})
+                                 "max_context_tokens": tb.max_context_tokens, **({"keep": tb.keep} if tb.keep else {})})
 
 
 def load_notes(tb: TextBuffer, documents: list[str], path: Path) -> None:
@@ -109,16 +110,18 @@ def load_notes(tb: TextBuffer, documents: list[str], path: Path) -> None:
       tmp.replace(path)
 
 
-def row_texts(rows: list[list[dict]], notes: dict, tokenizer, prompts, eos_id: int):
+def row_texts(rows: list[list[dict]], tb: TextBuffer, tokenizer, prompts, eos_id: int):
   """Per row, its questions as (prompt ids, answer ids + EOS, answerable) (`pager.make_batch`'s
-  rows): the first with the notes in `prompts.answer`, the rest in the `prompts.pager` form."""
+  rows): the first with the notes `tb` keeps for it in `prompts.answer`, the rest in the
+  `prompts.pager` form."""
   after = prompts["answer"].partition("{context}")[2]
   out = []
   for row in rows:
     texts = []
     for q, r in enumerate(row):
       if q == 0:
-        prompt = wrap(tokenizer, prompts["answer"], "context", notes[r["document"]], question=r["question"])
+        notes = tb.context_ids(r, tb.buffers[r["document"]])
+        prompt = wrap(tokenizer, prompts["answer"], "context", notes, question=r["question"])
         answer = pager_lib.target_ids(tokenizer, after, r["question"], r["gold_answer"], eos_id)[1]
       else:
         prompt, answer = pager_lib.target_ids(tokenizer, prompts["pager"], r["question"], r["gold_answer"], eos_id)
@@ -151,8 +154,8 @@ def fit(setup, config, workdir: Path, splits: dict, restore_only: bool = False):
     folder.mkdir(parents=True, exist_ok=True)
     load_notes(frozen, [row[0]["document"] for row in train_rows + val_rows], folder / NOTES)
     prompts = dict(c.prompts)
-    tr = row_texts(train_rows, frozen.buffers, setup.tokenizer, prompts, setup.eos)
-    va = row_texts(val_rows, frozen.buffers, setup.tokenizer, prompts, setup.eos)
+    tr = row_texts(train_rows, frozen, setup.tokenizer, prompts, setup.eos)
+    va = row_texts(val_rows, frozen, setup.tokenizer, prompts, setup.eos)
     width = max(width_of(tr, per_row, c.model.context_tokens), width_of(va, 1, c.model.context_tokens))
   lm_graphdef, lm_state = nnx.split(setup.lm)
   graphdef, params = nnx.split(encoders.lora_adapters(setup.lm, c.text_buffer.lora_rank,

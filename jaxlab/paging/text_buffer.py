@@ -3,8 +3,12 @@ concatenates all the summaries, and runs the LM again to generate a final answer
 
 Each chunk (the same token chunks the pager reads, in calls of the same `pages.batch_size` chunks)
 is put into the `prompts.extract` template and the frozen LM generates its key facts; a document's
-extractions are joined with `text_buffer.separator` and cut to the first
-`text_buffer.max_context_tokens` tokens (published: 4,096 for Qwen3-1.7B); the answer is generated
+extractions (its notes, one per chunk) are joined with `text_buffer.separator` and cut to
+`text_buffer.max_context_tokens` tokens (published: 4,096 for Qwen3-1.7B) by the budget rule
+`text_buffer.keep` (`KEEP`): "" keeps the first tokens (the published rule), "last" the last ones
+(the most recent notes), "bm25" the notes that best match the question (`retrieval`: BM25 over the
+document's notes, the best ones that fit the budget once joined, in document order; chosen per
+question, so only the notes are cached per document); the answer is generated
 from the `prompts.answer` template with the generation settings shared with the pager
 (`jaxlab.paging.generation`), in batches of `eval.batch_size` like the pager's. Extractions depend
 only on the document, so every question on a document reuses them.
@@ -22,9 +26,12 @@ import dataclasses
 import numpy as np
 from tqdm.auto import tqdm
 
-from jaxlab.paging import encoders, generation
+from jaxlab.paging import encoders, generation, retrieval
 from jaxlab.paging.generation import Settings
 from jaxlab.paging.pager import fixed_batches, left_padded
+
+
+KEEP = ("", "last", "bm25")   # what a text buffer keeps when its notes overflow `max_context_tokens`
 
 
 def _enc(tokenizer, text: str) -> list[int]:
@@ -74,9 +81,13 @@ class TextBuffer:
   abstain: generation.Abstain | None = None
   extract_batch_size: int = 0  # chunks per extraction call; 0: `pages.batch_size`
   bridge: object | None = None  # LoRA adapters the answers are generated with (`text_bridge`); None: none
+  keep: str = ""           # the budget rule, one of `KEEP`
 
   def __post_init__(self):
-    self.buffers: dict[str, list[int]] = {}
+    if self.keep not in KEEP:
+      raise ValueError(f"text_buffer.keep: one of {KEEP}, got {self.keep!r}")
+    # Per document: the kept token ids, or ("bm25") its notes, from which each question keeps its own.
+    self.buffers: dict[str, list[int] | list[str]] = {}
     self.extractor = generation.Generator(self.lm, self.extract_settings)
     self.answerer = generation.Generator(self.lm, self.settings)
     # What `answer` generates with: the frozen answerer itself, or the LM with the bridge attached.
@@ -89,12 +100,22 @@ class TextBuffer:
     other.buffers = self.buffers
     return other
 
+  def with_keep(self, keep: str) -> "TextBuffer":
+    """This text buffer under the budget rule `keep`, its buffers made from the notes this one
+    holds (a "bm25" text buffer's); the notes of documents it has not seen are extracted anew."""
+    if self.keep != "bm25":
+      raise ValueError("with_keep reads the notes a text buffer keeps whole: one whose keep is 'bm25'")
+    other = dataclasses.replace(self, keep=keep)
+    other.buffers = {d: notes if keep == "bm25" else other._cut(self.separator.join(notes))
+                     for d, notes in self.buffers.items()}
+    return other
+
   @property
   def extract_width(self) -> int:
     return round_up(self.store.settings.chunk_tokens + len(wrap(self.tokenizer, self.prompts["extract"], "chunk", [])))
 
-  def buffer_ids(self, documents: list[str]) -> list[list[int]]:
-    """Joined, truncated extractions per document (computed once per document)."""
+  def buffer_ids(self, documents: list[str]) -> list[list[int] | list[str]]:
+    """Per document (computed once): its joined notes cut by the budget rule, or ("bm25") the notes."""
     missing = [d for d in dict.fromkeys(documents) if d not in self.buffers]
     if missing:
       chunks = [self.store.chunks(d) for d in missing]
@@ -103,15 +124,28 @@ class TextBuffer:
                                self.extract_batch_size or self.store.settings.batch_size, self.extract_width, "extract")
       at = 0
       for doc, cs in zip(missing, chunks):
-        joined = self.separator.join(t.strip() for t in texts[at:at + len(cs)])
+        notes = [t.strip() for t in texts[at:at + len(cs)]]
         at += len(cs)
-        self.buffers[doc] = _enc(self.tokenizer, joined)[:self.max_context_tokens]
+        self.buffers[doc] = notes if self.keep == "bm25" else self._cut(self.separator.join(notes))
     return [self.buffers[d] for d in documents]
+
+  def _cut(self, joined: str) -> list[int]:
+    ids = _enc(self.tokenizer, joined)
+    return ids[max(len(ids) - self.max_context_tokens, 0):] if self.keep == "last" else ids[:self.max_context_tokens]
+
+  def context_ids(self, record: dict, kept) -> list[int]:
+    """The notes' token ids the answer to `record` reads (`kept`: its document's `buffer_ids`)."""
+    if self.keep != "bm25":
+      return kept
+    sep = len(_enc(self.tokenizer, self.separator))
+    sizes = [len(_enc(self.tokenizer, n)) + sep for n in kept]
+    chosen = retrieval.select(retrieval.bm25_scores(kept, record["question"]), sizes, self.max_context_tokens + sep)
+    return _enc(self.tokenizer, self.separator.join(kept[i] for i in chosen))[:self.max_context_tokens]
 
   def answer(self, records: list[dict], confidence: bool = True) -> tuple[list[str], np.ndarray | None]:
     """Answers and (with `confidence`) their log-probabilities."""
     buffers = self.buffer_ids([r["document"] for r in records])
-    rows = [wrap(self.tokenizer, self.prompts["answer"], "context", b, question=r["question"])
+    rows = [wrap(self.tokenizer, self.prompts["answer"], "context", self.context_ids(r, b), question=r["question"])
             for b, r in zip(buffers, records)]
     return generate_rows(self.bridged, self.tokenizer, rows, self.answer_batch_size, self.answer_width,
                          "answer", self.abstain, confidence)

@@ -1,0 +1,192 @@
+"""The text references on documents longer than the LM's window (the `references` mode): what a
+paging system has to beat or reach, each reading at most `text_buffer.max_context_tokens` tokens of
+context, all answered by the frozen LM with the answer settings shared with the pager:
+
+- the text buffer under each budget rule of `references.keep` (`text_buffer.KEEP`: its notes'
+  first tokens, their last, or the notes that best match the question), its notes extracted once
+  and shared by every rule; the best rule is chosen on validation;
+- `retrieval`: the document's chunks (the page store's) scored against the question by BM25
+  (`retrieval.bm25_scores`), the best that fit the budget read as text in document order;
+- `oracle`: the chunks that hold the question's evidence (one per evidence sentence) read as text,
+  the ceiling of reading the right text; an unanswerable question has none, and the oracle then
+  reads what `retrieval` reads.
+
+Choice, on validation only: the text buffer's rule with the highest F1 at `bar.coverage` over
+every validation question (`arms.validation_score`); every system's abstention threshold by the
+run's `eval.threshold_rule`. The test split is then answered once by every system, and
+`summary.json` holds, per system: F1 before abstaining on the answerable questions, F1 at each of
+`eval.coverages` over every question, hallucination as served (`metrics.category`), with intervals
+of each system minus the chosen text buffer; and what the documents are (tokens, chunks, their
+ratio to the window).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxlab.core import report as report_lib
+from jaxlab.core.config import from_dict
+from jaxlab.core.stats import bootstrap_claim
+from jaxlab.data.documents import chunk_spans
+from jaxlab.paging import analysis, arms, data, figures as figures_lib, metrics, pipeline, retrieval, selective
+from jaxlab.paging.text_buffer import generate_rows, wrap
+
+READERS = ("retrieval", "oracle")
+
+
+def text_buffer_name(keep: str) -> str:
+  return "text_buffer_" + (keep or "first")
+
+
+def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: int, overlap: int, budget: int,
+                   separator: str) -> list[list[int]]:
+  """Per record, the token ids `reader` ("retrieval" or "oracle") reads: its chosen chunks, in
+  document order, overlapping chunks merged, runs joined by `separator`, at most `budget` tokens."""
+  sep = tokenizer.encode(separator).ids if separator else []
+  out = []
+  for r in records:
+    enc = tokenizer.encode(r["document"])
+    spans = chunk_spans(len(enc.ids), chunk_tokens, overlap)
+    sizes = [e - s + len(sep) for s, e in spans]
+    held = retrieval.evidence_chunks(enc.offsets, r, chunk_tokens, overlap) if reader == "oracle" else []
+    if held:
+      kept = retrieval.select(np.zeros(len(held)), [sizes[i] for i in held], budget + len(sep))
+      kept = [held[i] for i in kept]
+    else:
+      texts = [r["document"][enc.offsets[s][0]:enc.offsets[e - 1][1]] for s, e in spans]
+      kept = retrieval.select(retrieval.bm25_scores(texts, r["question"]), sizes, budget + len(sep))
+    out.append(retrieval.merged_ids(enc.ids, spans, kept, sep)[:budget])
+  return out
+
+
+def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb) -> dict:
+  """{"answers", "confidence"} of the frozen LM reading `reader`'s chunks for each record."""
+  c = config
+  contexts = chunk_contexts(setup.tokenizer, records, reader, c.pages.chunk_tokens, c.pages.chunk_overlap,
+                            c.text_buffer.max_context_tokens, c.text_buffer.separator)
+  rows = [wrap(setup.tokenizer, c.prompts.answer, "context", ids, question=r["question"])
+          for ids, r in zip(contexts, records)]
+  answers, conf = generate_rows(tb.answerer, setup.tokenizer, rows, c.eval.batch_size, tb.answer_width, reader,
+                                setup.abstain, confidence=True)
+  return {"answers": answers, "confidence": conf.tolist()}
+
+
+def answer(setup: pipeline.Setup, config, records: list[dict]) -> dict:
+  """Every reference's answers on `records`: {system: {"answers", "confidence"}}."""
+  notes = setup.text_buffer(records, keep="bm25")
+  notes.buffer_ids([r["document"] for r in records])   # every rule reads these notes
+  out = {}
+  for keep in config.references.keep:
+    tb = notes.with_keep(keep)
+    answers, conf = tb.answer(records)
+    out[text_buffer_name(keep)] = {"answers": answers, "confidence": conf.tolist()}
+  for reader in config.references.readers:
+    out[reader] = read(setup, config, records, reader, notes)
+  return out
+
+
+def document_stats(tokenizer, records: list[dict], chunk_tokens: int, overlap: int, window: int) -> dict:
+  """Tokens and chunks per document, and the tokens' ratio to the LM's window."""
+  tokens = np.array([len(tokenizer.encode(d).ids) for d in dict.fromkeys(r["document"] for r in records)])
+  chunks = np.array([len(chunk_spans(int(n), chunk_tokens, overlap)) for n in tokens])
+  q = lambda x: {"min": int(x.min()), "median": float(np.median(x)), "max": int(x.max())}
+  return {"documents": len(tokens), "tokens": q(tokens), "chunks": q(chunks),
+          "window_multiple": {k: v / window for k, v in q(tokens).items()}}
+
+
+def run(config, workdir: Path):
+  """The `references` mode: answer validation and test with every reference, then `report`."""
+  workdir = Path(workdir)
+  setup = pipeline.Setup(config, workdir)
+  splits = data.load(data.DataSpec.of(config), workdir, splits=("validation", "test"))
+  stats = {s: document_stats(setup.tokenizer, splits[s], config.pages.chunk_tokens, config.pages.chunk_overlap,
+                             config.model.context_tokens) for s in ("validation", "test")}
+  answered = {s: answer(setup, config, [r for r in splits[s] if not r.get("probe")]) for s in ("validation", "test")}
+  if jax.process_index() != 0:
+    return None
+  for split, name in (("validation", "validation.jsonl"), ("test", "predictions.jsonl")):
+    pipeline.write_predictions(workdir / name, [r for r in splits[split] if not r.get("probe")], answered[split])
+  (workdir / "documents.json").write_text(json.dumps(stats, indent=1) + "\n")
+  return report(workdir)
+
+
+def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) -> dict:
+  """summary.json of a `references` run (see the module docstring)."""
+  ev, abstain = config["eval"], config["data"]["abstain_answer"]
+  boots, seed, coverage = ev["bootstrap"], config["seed"], config["bar"]["coverage"]
+  systems = list(rows[0]["answers"])
+  buffers = [s for s in systems if s.startswith("text_buffer_")]
+  scores = {s: arms.validation_score(val, s, coverage) for s in buffers}
+  best = max(buffers, key=lambda s: (scores[s], -buffers.index(s)))
+  chosen = analysis.thresholds(val, config, systems)
+  final = {s: analysis.final_answers(rows, s, chosen, abstain) for s in systems}
+  _, halluc = analysis.served(rows, final, abstain)
+  answerable = np.array([r.get("answerable", True) for r in rows])
+  raw = {s: np.where(answerable, v, np.nan) for s, v in analysis.raw_f1(rows, systems).items()}
+  conf = {s: np.array([r["confidence"][s] for r in rows], np.float64) for s in systems}
+  util = {s: np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in rows]) for s in systems}
+  figures, intervals = {}, {}
+  for s in systems:
+    figures[f"f1_raw/{s}"] = figures_lib.mean_ci(raw[s], boots, seed)
+    figures[f"hallucination/{s}"] = figures_lib.mean_ci(halluc[s], boots, seed)
+    for c in ev["coverages"]:
+      figures[f"coverage/{figures_lib.coverage_key(c)}/{s}"] = {
+          "mean": float(selective.f1_at_coverage(conf[s], util[s], c)), "n": len(rows)}
+    if s == best:
+      continue
+    intervals[f"f1_raw/{s}-text_buffer"] = figures_lib.interval(raw[s], raw[best], boots, seed)
+    intervals[f"hallucination/{s}-text_buffer"] = figures_lib.interval(halluc[s], halluc[best], boots, seed)
+    for c in ev["coverages"]:
+      intervals[f"coverage/{figures_lib.coverage_key(c)}/{s}-text_buffer"] = bootstrap_claim(
+          lambda i, c=c, s=s: (selective.f1_at_coverage(conf[s], util[s], c, i)
+                               - selective.f1_at_coverage(conf[best], util[best], c, i)), len(rows), boots, seed)
+  return {"experiment": config["experiment"], "variant": config.get("variant"),
+          "test_world": data.test_world(data.DataSpec.of(from_dict(config))), "documents": documents,
+          "text_buffer": {"validation_f1_at_coverage": scores, "chosen": best, "coverage": coverage},
+          "thresholds": chosen, "figures": figures, "intervals": intervals}
+
+
+def report(workdir) -> Path:
+  """summary.json and report.md of a finished `references` run."""
+  workdir = Path(workdir)
+  config = json.loads((workdir / "config.json").read_text())
+  rows = figures_lib.read_rows(workdir / "predictions.jsonl")
+  val = figures_lib.read_rows(workdir / "validation.jsonl")
+  documents = json.loads((workdir / "documents.json").read_text())
+  summary = summarize(config, rows, val, documents)
+  report_lib.write_json(workdir / "summary.json", summary)
+  path = workdir / "report.md"
+  path.write_text(markdown(config, summary))
+  return path
+
+
+def markdown(config: dict, summary: dict) -> str:
+  figs, ints, tb = summary["figures"], summary["intervals"], summary["text_buffer"]
+  best = tb["chosen"]
+  doc = summary["documents"]["test"]
+  budget = config["text_buffer"]["max_context_tokens"]
+  cov = figures_lib.coverage_key(tb["coverage"])
+  rows = []
+  for s in [best] + [s for s in summary["thresholds"] if s != best]:
+    vs = lambda key: "" if s == best else figures_lib.diff_text(ints, key.format(s=s), 3)
+    rows.append([s + (" (chosen)" if s == best else ""), figures_lib.ci_text(figs[f"f1_raw/{s}"], 3),
+                 vs("f1_raw/{s}-text_buffer"), figures_lib.num(figs[f"coverage/{cov}/{s}"]["mean"]),
+                 vs("coverage/" + cov + "/{s}-text_buffer"), figures_lib.ci_text(figs[f"hallucination/{s}"], 3),
+                 vs("hallucination/{s}-text_buffer")])
+  head = ["system", "F1 before abstaining", "minus text buffer", f"F1 at {tb['coverage']:.0%} coverage",
+          "minus text buffer", "hallucination as served", "minus text buffer"]
+  return "\n".join([
+      f"# Latent pager references: {summary.get('variant')}", "",
+      f"Test world {summary['test_world']['seed']} ({summary['test_world']['builder']}): "
+      f"{doc['documents']} documents of {doc['tokens']['min']}-{doc['tokens']['max']} tokens "
+      f"(median {doc['tokens']['median']:.0f}; {doc['window_multiple']['min']:.1f}x-"
+      f"{doc['window_multiple']['max']:.1f}x the LM's window of {config['model']['context_tokens']}), "
+      f"{doc['chunks']['min']}-{doc['chunks']['max']} chunks each. Every system reads at most {budget} tokens "
+      "of context; the text buffer's rule was chosen on validation "
+      f"(F1 at {tb['coverage']:.0%} coverage: "
+      + ", ".join(f"{k} {v:.3f}" for k, v in tb["validation_f1_at_coverage"].items()) + ").", "",
+      report_lib.markdown_table(head, rows), ""])

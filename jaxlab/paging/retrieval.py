@@ -1,0 +1,72 @@
+"""Query-aware selection of a document's pieces within a token budget: BM25 (the `bm25s` library,
+Lucene's variant with its default k1 = 1.5, b = 0.75 and English stopwords) over the pieces of one
+document, and the oracle's pieces, those that hold the question's evidence.
+
+A piece is a chunk of the document (the page store's token chunks: the top-k retrieval reference)
+or one chunk's note (the text buffer's `bm25` budget rule). The index is built per document, so a
+word's IDF is its rarity among that document's pieces. `select` keeps the best-scoring pieces that
+fit the budget, in document order (the order they were written in); ties go to the earlier piece.
+"""
+
+from __future__ import annotations
+
+import bm25s
+import numpy as np
+
+from jaxlab.data.documents import chunk_spans
+
+
+def _tokens(texts: list[str]) -> list[list[str]]:
+  return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+
+
+def bm25_scores(pieces: list[str], query: str) -> np.ndarray:
+  """The BM25 score of each piece for `query` (zeros for a query with no word in any piece)."""
+  index = bm25s.BM25()
+  index.index(bm25s.tokenize(pieces, stopwords="en", show_progress=False), show_progress=False)
+  return np.asarray(index.get_scores(_tokens([query])[0]), np.float64)
+
+
+def select(scores, sizes: list[int], budget: int) -> list[int]:
+  """Indices of the pieces kept: by score, highest first (ties: earlier), each kept while the
+  kept sizes fit `budget`; returned in document order. A piece larger than the budget is never
+  kept."""
+  order = sorted(range(len(sizes)), key=lambda i: (-float(scores[i]), i))
+  kept, used = [], 0
+  for i in order:
+    if used + sizes[i] <= budget:
+      kept.append(i)
+      used += sizes[i]
+  return sorted(kept)
+
+
+def merged_ids(ids: list[int], spans: list[tuple[int, int]], kept: list[int], separator: list[int]) -> list[int]:
+  """The document's token ids of the kept spans, overlapping or adjacent spans merged into one
+  run (an overlap is read once), runs joined by `separator`."""
+  runs: list[list[int]] = []
+  for s, e in (spans[i] for i in kept):
+    if runs and s <= runs[-1][1]:
+      runs[-1][1] = max(runs[-1][1], e)
+    else:
+      runs.append([s, e])
+  out: list[int] = []
+  for j, (s, e) in enumerate(runs):
+    out += (separator if j else []) + ids[s:e]
+  return out
+
+
+def evidence_chunks(offsets: list[tuple[int, int]], record: dict, chunk_tokens: int, overlap: int) -> list[int]:
+  """For each evidence sentence of `record` (its character spans), the chunk holding most of its
+  tokens (the earlier on a tie); `offsets` are the document's token character spans (the
+  tokenizer's). Empty for a question without evidence (an unanswerable one)."""
+  spans = chunk_spans(len(offsets), chunk_tokens, overlap)
+  out = []
+  for start, end in zip(record.get("evidence_char_start", []), record.get("evidence_char_end", [])):
+    inside = [t for t, (a, b) in enumerate(offsets) if a < end and b > start]
+    if not inside:
+      continue
+    held = [len(set(range(s, e)) & set(inside)) for s, e in spans]
+    best = int(np.argmax(held))
+    if best not in out:
+      out.append(best)
+  return sorted(out)

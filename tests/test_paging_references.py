@@ -1,0 +1,149 @@
+"""The text references on long documents: BM25 selection within a token budget, the oracle's
+evidence chunks, the text buffer's budget rules, and the `references` mode end to end on the tiny
+random Qwen3 of test_latent_pager.py."""
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxlab.core import config as config_lib
+from jaxlab.data import long_doc_qa as L
+from jaxlab.data.documents import chunk_spans
+from jaxlab.lm import tokenizer as tok_lib
+from jaxlab.paging import data, experiment, pipeline, references, retrieval
+from tests.test_latent_pager import _load, tiny_lm_folder
+
+
+def test_select_keeps_the_best_pieces_that_fit_in_document_order():
+  scores = np.array([0.1, 3.0, 2.0, 3.0, 0.5])
+  assert retrieval.select(scores, [4, 4, 4, 4, 4], 8) == [1, 3]          # a tie goes to the earlier piece
+  assert retrieval.select(scores, [4, 4, 4, 4, 4], 11) == [1, 3]         # a third does not fit
+  assert retrieval.select(scores, [4, 9, 4, 4, 4], 8) == [2, 3]          # one over the budget is never kept
+  assert retrieval.select(scores, [1, 1, 1, 1, 1], 5) == [0, 1, 2, 3, 4]
+  assert retrieval.select(scores, [4] * 5, 3) == []
+
+
+def test_merged_ids_reads_an_overlap_once_and_separates_runs():
+  ids = list(range(100, 130))
+  spans = chunk_spans(len(ids), 10, 2)           # (0, 10), (8, 18), (16, 26), (24, 30)
+  assert retrieval.merged_ids(ids, spans, [0, 1], [-1]) == ids[0:18]
+  assert retrieval.merged_ids(ids, spans, [0, 2], [-1]) == ids[0:10] + [-1] + ids[16:26]
+  assert retrieval.merged_ids(ids, spans, [], [-1]) == []
+
+
+def test_bm25_ranks_the_piece_that_states_the_asked_fact_first():
+  pieces = ["The weather was mild and the harvest was good.",
+            "Argent Works was founded by Quinn Unger in the old quarter.",
+            "Quinn Unger lives in Karthia and enjoys chess."]
+  scores = retrieval.bm25_scores(pieces, "Who founded Argent Works?")
+  assert int(np.argmax(scores)) == 1 and scores[0] == 0.0
+  assert not retrieval.bm25_scores(pieces, "xyzzy").any()
+
+
+def test_oracle_chunks_hold_their_evidence_on_long_documents():
+  tokenizer = tok_lib.load_tokenizer("models/lm_base")
+  cfg = L.LongDocQAConfig(name="long", min_tokens=1_800, max_tokens=3_000, chunk_tokens=80,
+                          unanswerable_fraction=0.25)
+  seen = {"single_fact": 0, "multi_hop": 0, "unanswerable": 0}
+  for r in L.generate_qa(cfg, "test", 12):
+    enc = tokenizer.encode(r["document"])
+    spans = chunk_spans(len(enc.ids), 96, 16)
+    held = retrieval.evidence_chunks(enc.offsets, r, 96, 16)
+    if not r["answerable"]:
+      assert held == []
+      seen["unanswerable"] += 1
+      continue
+    seen[r["task_type"]] += 1
+    # Each evidence sentence has its own chunk, the one holding most of its tokens: the whole
+    # sentence wherever it is no longer than the chunks' overlap (some chunk then holds it whole).
+    assert len(held) == len(r["evidence"])
+    for start, end in zip(r["evidence_char_start"], r["evidence_char_end"]):
+      inside = {t for t, (a, b) in enumerate(enc.offsets) if a < end and b > start}
+      counts = [len(inside & set(range(s, e))) for s, e in spans]
+      assert any(counts[i] == max(counts) for i in held)
+      if len(inside) <= 16:
+        assert any(counts[i] == len(inside) for i in held)
+  assert min(seen.values()) > 0, seen
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+  """A finished `references` run at the smoke size: every budget rule and both chunk readers."""
+  root = tmp_path_factory.mktemp("references")
+  workdir = root / "run"
+  config = _load("smoke", tiny_lm_folder(root / "lm"), workdir, "--config.mode=references",
+                 "--config.references.keep=('', 'last', 'bm25')", "--config.references.readers=('retrieval', 'oracle')",
+                 "--config.text_buffer.max_context_tokens=96")
+  experiment.run(config, workdir)
+  return config, workdir
+
+
+def test_references_mode_answers_with_every_system_and_chooses_on_validation(finished):
+  config, workdir = finished
+  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "oracle"]
+  for name in ("predictions.jsonl", "validation.jsonl"):
+    rows = [json.loads(line) for line in (workdir / name).read_text().splitlines()]
+    assert rows and all(list(r["answers"]) == systems for r in rows) and not any(r["probe"] for r in rows)
+  summary = json.loads((workdir / "summary.json").read_text())
+  chosen = summary["text_buffer"]["chosen"]
+  scores = summary["text_buffer"]["validation_f1_at_coverage"]
+  assert chosen in systems[:3] and scores[chosen] == max(scores.values())
+  assert set(summary["thresholds"]) == set(systems)
+  for s in systems:
+    assert f"f1_raw/{s}" in summary["figures"]
+    assert (f"f1_raw/{s}-text_buffer" in summary["intervals"]) == (s != chosen)
+  assert summary["test_world"]["builder"].startswith("latent_pager_")
+  assert summary["documents"]["test"]["documents"] == config.data.num_test
+  assert "(chosen)" in (workdir / "report.md").read_text()
+
+
+def test_the_first_tokens_rule_answers_as_the_compared_text_buffer_does(finished):
+  config, workdir = finished
+  setup = pipeline.Setup(config, workdir)
+  records = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  plain = setup.text_buffer(records)                      # `compare`'s text buffer: text_buffer.keep = ""
+  answers, _ = plain.answer(records)
+  assert answers == [r["answers"]["text_buffer_first"] for r in records]
+  notes = setup.text_buffer(records, keep="bm25")
+  notes.buffer_ids([r["document"] for r in records])
+  first, last = notes.with_keep(""), notes.with_keep("last")
+  for r in records:
+    assert first.buffers[r["document"]] == plain.buffers[r["document"]]
+    joined = setup.tokenizer.encode(notes.separator.join(notes.buffers[r["document"]])).ids
+    assert last.buffers[r["document"]] == joined[-config.text_buffer.max_context_tokens:]
+    kept = notes.context_ids(r, notes.buffers[r["document"]])
+    assert len(kept) <= config.text_buffer.max_context_tokens
+
+
+def test_oracle_reads_its_evidence_chunks_and_retrieval_the_best_scored(finished):
+  config, workdir = finished
+  setup = pipeline.Setup(config, workdir)
+  ids = [json.loads(line)["id"] for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  test = {r["id"]: r for r in data.load(data.DataSpec.of(config), workdir, splits=("test",))["test"]}
+  records = [test[i] for i in ids]
+  c, budget = config.pages, config.text_buffer.max_context_tokens
+  read = {reader: references.chunk_contexts(setup.tokenizer, records, reader, c.chunk_tokens, c.chunk_overlap,
+                                            budget, config.text_buffer.separator) for reader in ("oracle", "retrieval")}
+  for i, r in enumerate(records):
+    enc = setup.tokenizer.encode(r["document"])
+    spans = chunk_spans(len(enc.ids), c.chunk_tokens, c.chunk_overlap)
+    held = retrieval.evidence_chunks(enc.offsets, r, c.chunk_tokens, c.chunk_overlap)
+    assert bool(held) == r["answerable"]
+    oracle = read["oracle"][i]
+    assert 0 < len(oracle) <= budget and 0 < len(read["retrieval"][i]) <= budget
+    if held:   # two chunks fit the budget: every evidence chunk is read
+      assert oracle == retrieval.merged_ids(enc.ids, spans, held, [])
+    else:
+      assert oracle == read["retrieval"][i]
+    texts = [r["document"][enc.offsets[s][0]:enc.offsets[e - 1][1]] for s, e in spans]
+    best = int(np.argmax(retrieval.bm25_scores(texts, r["question"])))
+    s, e = spans[best]
+    assert any(read["retrieval"][i][k:k + e - s] == enc.ids[s:e] for k in range(len(read["retrieval"][i])))
+
+
+def test_references_mode_needs_a_rule(tmp_path):
+  with pytest.raises(config_lib.ConfigError, match=r"config\.references\.keep"):
+    config_lib.load("configs/latent_pager.py:smoke", ["--config.mode=references"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"config\.references\.readers"):
+    config_lib.load("configs/latent_pager.py:long", ["--config.references.readers=('bm25',)"], experiment.validate)
