@@ -95,6 +95,10 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
     assert (f"f1_raw/{s}-text_buffer" in summary["intervals"]) == (s != chosen)
   assert summary["test_world"]["builder"].startswith("latent_pager_")
   assert summary["documents"]["test"]["documents"] == config.data.num_test
+  read = summary["documents"]["test"]["evidence_read"]
+  test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  answerable = sum(r["answerable"] for r in test)
+  assert read["n"] == answerable and 0.0 <= read["retrieval"] <= 1.0
   assert "(chosen)" in (workdir / "report.md").read_text()
 
 

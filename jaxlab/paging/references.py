@@ -42,25 +42,41 @@ def text_buffer_name(keep: str) -> str:
   return "text_buffer_" + (keep or "first")
 
 
+def chosen_chunks(tokenizer, record: dict, reader: str, chunk_tokens: int, overlap: int, budget: int,
+                  separator: list[int]) -> tuple[list[int], list[tuple[int, int]], list[int], list[int]]:
+  """(the document's token ids, its chunk spans, the chunks `reader` ("retrieval" or "oracle")
+  reads, the chunks that hold the evidence) of one record."""
+  enc = tokenizer.encode(record["document"])
+  spans = chunk_spans(len(enc.ids), chunk_tokens, overlap)
+  sizes = [e - s + len(separator) for s, e in spans]
+  held = retrieval.evidence_chunks(enc.offsets, record, chunk_tokens, overlap)
+  if held and reader == "oracle":
+    kept = [held[i] for i in retrieval.select(np.zeros(len(held)), [sizes[i] for i in held], budget + len(separator))]
+  else:
+    texts = [record["document"][enc.offsets[s][0]:enc.offsets[e - 1][1]] for s, e in spans]
+    kept = retrieval.select(retrieval.bm25_scores(texts, record["question"]), sizes, budget + len(separator))
+  return enc.ids, spans, kept, held
+
+
 def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: int, overlap: int, budget: int,
                    separator: str) -> list[list[int]]:
-  """Per record, the token ids `reader` ("retrieval" or "oracle") reads: its chosen chunks, in
-  document order, overlapping chunks merged, runs joined by `separator`, at most `budget` tokens."""
+  """Per record, the token ids `reader` reads: its chosen chunks, in document order, overlapping
+  chunks merged, runs joined by `separator`, at most `budget` tokens."""
   sep = tokenizer.encode(separator).ids if separator else []
   out = []
   for r in records:
-    enc = tokenizer.encode(r["document"])
-    spans = chunk_spans(len(enc.ids), chunk_tokens, overlap)
-    sizes = [e - s + len(sep) for s, e in spans]
-    held = retrieval.evidence_chunks(enc.offsets, r, chunk_tokens, overlap) if reader == "oracle" else []
-    if held:
-      kept = retrieval.select(np.zeros(len(held)), [sizes[i] for i in held], budget + len(sep))
-      kept = [held[i] for i in kept]
-    else:
-      texts = [r["document"][enc.offsets[s][0]:enc.offsets[e - 1][1]] for s, e in spans]
-      kept = retrieval.select(retrieval.bm25_scores(texts, r["question"]), sizes, budget + len(sep))
-    out.append(retrieval.merged_ids(enc.ids, spans, kept, sep)[:budget])
+    ids, spans, kept, _ = chosen_chunks(tokenizer, r, reader, chunk_tokens, overlap, budget, sep)
+    out.append(retrieval.merged_ids(ids, spans, kept, sep)[:budget])
   return out
+
+
+def evidence_read(tokenizer, records: list[dict], chunk_tokens: int, overlap: int, budget: int,
+                  separator: str) -> dict:
+  """How often `retrieval` reads every chunk that holds the evidence, over the answerable records."""
+  sep = tokenizer.encode(separator).ids if separator else []
+  got = [set(held) <= set(kept) for r in records if r.get("answerable", True)
+         for _, _, kept, held in [chosen_chunks(tokenizer, r, "retrieval", chunk_tokens, overlap, budget, sep)]]
+  return {"retrieval": float(np.mean(got)) if got else None, "n": len(got)}
 
 
 def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb) -> dict:
@@ -103,8 +119,13 @@ def run(config, workdir: Path):
   workdir = Path(workdir)
   setup = pipeline.Setup(config, workdir)
   splits = data.load(data.DataSpec.of(config), workdir, splits=("validation", "test"))
-  stats = {s: document_stats(setup.tokenizer, splits[s], config.pages.chunk_tokens, config.pages.chunk_overlap,
-                             config.model.context_tokens) for s in ("validation", "test")}
+  c = config
+  stats = {s: {**document_stats(setup.tokenizer, splits[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
+                                c.model.context_tokens),
+               "evidence_read": evidence_read(setup.tokenizer, [r for r in splits[s] if not r.get("probe")],
+                                              c.pages.chunk_tokens, c.pages.chunk_overlap,
+                                              c.text_buffer.max_context_tokens, c.text_buffer.separator)}
+           for s in ("validation", "test")}
   answered = {s: answer(setup, config, [r for r in splits[s] if not r.get("probe")]) for s in ("validation", "test")}
   if jax.process_index() != 0:
     return None
@@ -185,7 +206,9 @@ def markdown(config: dict, summary: dict) -> str:
       f"{doc['documents']} documents of {doc['tokens']['min']}-{doc['tokens']['max']} tokens "
       f"(median {doc['tokens']['median']:.0f}; {doc['window_multiple']['min']:.1f}x-"
       f"{doc['window_multiple']['max']:.1f}x the LM's window of {config['model']['context_tokens']}), "
-      f"{doc['chunks']['min']}-{doc['chunks']['max']} chunks each. Every system reads at most {budget} tokens "
+      f"{doc['chunks']['min']}-{doc['chunks']['max']} chunks each; the top BM25 chunks hold all the evidence of "
+      f"{doc['evidence_read']['retrieval']:.0%} of the {doc['evidence_read']['n']} answerable questions. "
+      f"Every system reads at most {budget} tokens "
       "of context; the text buffer's rule was chosen on validation "
       f"(F1 at {tb['coverage']:.0%} coverage: "
       + ", ".join(f"{k} {v:.3f}" for k, v in tb["validation_f1_at_coverage"].items()) + ").", "",
