@@ -134,8 +134,16 @@ def repro():
   c.arms = ml_collections.ConfigDict(dict(pager=("bridge", "no_bridge", "mean"), text_buffer=("frozen", "bridge"),
                                           text_buffer_rank=8))
   # The `references` mode (jaxlab/paging/references.py): the text buffer under each budget rule of
-  # `keep` and the chunk readers of `readers` ("retrieval": BM25 top chunks; "oracle": the evidence's).
+  # `keep` and the chunk readers of `readers` ("retrieval": BM25 top chunks; "expanded": a trained
+  # scorer's top chunks; "oracle": the evidence's).
   c.references = ml_collections.ConfigDict(dict(keep=(), readers=()))
+  # The `expanded` reader's scorer (jaxlab/paging/expansion.py): `index`, the keys of a chunk
+  # ("tokens": its tokens' LM input embeddings; "pages": its pages), question states at these LM
+  # layers (0: the embeddings), maps to `dim`, its own epochs, batch and rate; evaluated every
+  # `eval_every` steps (0: each epoch) by validation F1, the best kept. Index, layers and rate were
+  # chosen on `long`'s validation evidence recall (docs/latent_pager.md).
+  c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), dim=64, epochs=24,
+                                               batch_size=32, learning_rate=1e-2, eval_every=50))
   return c
 
 
@@ -294,6 +302,7 @@ def smoke():
   c.rot.update(dict(distractor_ratios=(0.0, 1.0), horizons=(0.0, 1.0), questions_per_cell=2))
   c.seeds.train_seeds = (0, 1)
   c.arms.update(dict(pager=("no_bridge",), text_buffer=("frozen", "bridge"), text_buffer_rank=2))
+  c.expansion.update(dict(question_layers=(0, 2), dim=8, epochs=2, batch_size=8, eval_every=0))
   return c
 
 
@@ -344,14 +353,17 @@ def long():
   distractors about the same entities), the same splits, unanswerable share and wordings as `cpu`,
   and a test world of its own. Every system reads at most 192 tokens of context (two chunks): the
   text buffer under each budget rule (its notes' first tokens, their last, or the notes that best
-  match the question; the rule chosen on validation), the top BM25 chunks, and the oracle's
-  chunks. Training documents are few: nothing here trains."""
+  match the question; the rule chosen on validation), the top BM25 chunks, the chunks a scorer
+  over their pages picks (the shipped pointer encoder's pages, the scorer trained on the
+  training documents' questions), and the oracle's chunks."""
   c = cpu()
   c.mode = "references"
-  c.data.update(dict(min_tokens=1_800, max_tokens=7_000, num_train=200, num_validation=150, num_test=300,
-                     test_seed=3031))
+  # 1,000 training documents, one question each: the scorer's labelled questions (the evidence of a
+  # document's extra questions is not recorded); validation and test are the same either way.
+  c.data.update(dict(min_tokens=1_800, max_tokens=7_000, num_train=1_000, num_validation=150, num_test=300,
+                     questions_per_document=1, test_seed=3031))
   c.text_buffer.max_context_tokens = 192
-  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "oracle")))
+  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle")))
   return c
 
 

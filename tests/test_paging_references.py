@@ -11,7 +11,7 @@ from jaxlab.core import config as config_lib
 from jaxlab.data import long_doc_qa as L
 from jaxlab.data.documents import chunk_spans
 from jaxlab.lm import tokenizer as tok_lib
-from jaxlab.paging import data, experiment, pipeline, references, retrieval
+from jaxlab.paging import data, expansion, experiment, pipeline, references, retrieval
 from tests.test_latent_pager import _load, tiny_lm_folder
 
 
@@ -69,11 +69,12 @@ def test_oracle_chunks_hold_their_evidence_on_long_documents():
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-  """A finished `references` run at the smoke size: every budget rule and both chunk readers."""
+  """A finished `references` run at the smoke size: every budget rule and every chunk reader."""
   root = tmp_path_factory.mktemp("references")
   workdir = root / "run"
   config = _load("smoke", tiny_lm_folder(root / "lm"), workdir, "--config.mode=references",
-                 "--config.references.keep=('', 'last', 'bm25')", "--config.references.readers=('retrieval', 'oracle')",
+                 "--config.references.keep=('', 'last', 'bm25')",
+                 "--config.references.readers=('retrieval', 'expanded', 'oracle')",
                  "--config.text_buffer.max_context_tokens=96")
   experiment.run(config, workdir)
   return config, workdir
@@ -81,7 +82,7 @@ def finished(tmp_path_factory):
 
 def test_references_mode_answers_with_every_system_and_chooses_on_validation(finished):
   config, workdir = finished
-  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "oracle"]
+  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "oracle"]
   for name in ("predictions.jsonl", "validation.jsonl"):
     rows = [json.loads(line) for line in (workdir / name).read_text().splitlines()]
     assert rows and all(list(r["answers"]) == systems for r in rows) and not any(r["probe"] for r in rows)
@@ -98,7 +99,7 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
   read = summary["documents"]["test"]["evidence_read"]
   test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   answerable = sum(r["answerable"] for r in test)
-  assert read["n"] == answerable and 0.0 <= read["retrieval"] <= 1.0
+  assert read["n"] == answerable and 0.0 <= read["retrieval"] <= 1.0 and 0.0 <= read["expanded"] <= 1.0
   assert "(chosen)" in (workdir / "report.md").read_text()
 
 
@@ -144,6 +145,22 @@ def test_oracle_reads_its_evidence_chunks_and_retrieval_the_best_scored(finished
     best = int(np.argmax(retrieval.bm25_scores(texts, r["question"])))
     s, e = spans[best]
     assert any(read["retrieval"][i][k:k + e - s] == enc.ids[s:e] for k in range(len(read["retrieval"][i])))
+
+
+def test_the_expanded_reader_reads_what_its_restored_scorer_picks(finished):
+  config, workdir = finished
+  history = json.loads((workdir / "expansion" / "history.json").read_text())
+  assert history[0]["step"] == 0 and history[-1]["step"] > 0      # the untrained scorer is a candidate too
+  setup = pipeline.Setup(config, workdir)
+  splits = data.load(data.DataSpec.of(config), workdir)
+  chooser, _ = expansion.fit(setup, config, workdir, splits, val_f1=None, restore_only=True)
+  rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  test = {r["id"]: r for r in splits["test"]}
+  records = [test[r["id"]] for r in rows]
+  scores = chooser.scores(records)
+  assert [len(s) for s in scores] == [len(setup.store.chunks(r["document"])) for r in records]
+  got = references.read(setup, config, records, "expanded", setup.text_buffer(records), scores)
+  assert got["answers"] == [r["answers"]["expanded"] for r in rows]
 
 
 def test_references_mode_needs_a_rule(tmp_path):

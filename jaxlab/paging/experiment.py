@@ -26,8 +26,8 @@ import jax
 from jaxlab.core.config import (ConfigError, import_modules, int_at_least, is_non_negative, is_positive, is_probability,
                                 require, require_int, tuple_of)
 from jaxlab.data import lexicon
-from jaxlab.paging import (arms, encoders, frontier, pager as pager_lib, pages, pipeline, pretrain, pretrain_report,
-                           references, reporting as pager_report, rot, seeds, selective, text_buffer)
+from jaxlab.paging import (arms, encoders, expansion, frontier, pager as pager_lib, pages, pipeline, pretrain,
+                           pretrain_report, references, reporting as pager_report, rot, seeds, selective, text_buffer)
 from jaxlab.paging.pipeline import DTYPES
 
 
@@ -136,6 +136,17 @@ def validate(config) -> None:
             lambda v, n=names: isinstance(v, tuple) and all(x in n for x in v) and len(set(v)) == len(v)
             and (v or config.mode != "references"), f"a tuple of distinct values of {names} (non-empty in mode "
             "'references')")
+  if "expanded" in config.references.readers:
+    require(config, "expansion.index", lambda v: v in expansion.INDEXES, f"one of {expansion.INDEXES}")
+    require(config, "expansion.question_layers", lambda v: tuple_of(None, int_at_least(0))(v) and len(v) > 0,
+            "a non-empty tuple of LM layer indices (0: the embedding output)")
+    for field in ("dim", "epochs", "batch_size"):
+      require_int(config, f"expansion.{field}", 1)
+    require_int(config, "expansion.eval_every", 0, "0: after each epoch")
+    require(config, "expansion.learning_rate", is_positive, "positive")
+    if stored and config.expansion.index == "pages":
+      raise ConfigError("pager.encoder", "the expanded reader scores pages: it needs an encoder that keeps several "
+                        "per chunk (slots, pointer, mean, icae), not pooled")
   for field, slot in (("extract", "chunk"), ("answer", "context"), ("pager", "question")):
     require(config, f"prompts.{field}", lambda v, s=slot: "{" + s + "}" in v, f"a template with {{{slot}}}")
   require(config, "prompts.answer", lambda v: "{question}" in v, "a template with {question}")

@@ -7,6 +7,9 @@ context, all answered by the frozen LM with the answer settings shared with the 
   and shared by every rule; the best rule is chosen on validation;
 - `retrieval`: the document's chunks (the page store's) scored against the question by BM25
   (`retrieval.bm25_scores`), the best that fit the budget read as text in document order;
+- `expanded`: the chunks a trained scorer picks from each chunk's cached keys (`expansion`:
+  selective expansion over its tokens' LM embeddings or its pages, per `expansion.index`), the
+  best that fit the budget read as text in document order;
 - `oracle`: the chunks that hold the question's evidence (one per evidence sentence) read as text,
   the ceiling of reading the right text; an unanswerable question has none, and the oracle then
   reads what `retrieval` reads.
@@ -32,10 +35,11 @@ from jaxlab.core import report as report_lib
 from jaxlab.core.config import from_dict
 from jaxlab.core.stats import bootstrap_claim
 from jaxlab.data.documents import chunk_spans
-from jaxlab.paging import analysis, arms, data, figures as figures_lib, metrics, pipeline, retrieval, selective
+from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_lib, metrics, pipeline, retrieval,
+                           selective, train as train_lib)
 from jaxlab.paging.text_buffer import generate_rows, wrap
 
-READERS = ("retrieval", "oracle")
+READERS = ("retrieval", "expanded", "oracle")
 
 
 def text_buffer_name(keep: str) -> str:
@@ -43,9 +47,10 @@ def text_buffer_name(keep: str) -> str:
 
 
 def chosen_chunks(tokenizer, record: dict, reader: str, chunk_tokens: int, overlap: int, budget: int,
-                  separator: list[int]) -> tuple[list[int], list[tuple[int, int]], list[int], list[int]]:
-  """(the document's token ids, its chunk spans, the chunks `reader` ("retrieval" or "oracle")
-  reads, the chunks that hold the evidence) of one record."""
+                  separator: list[int], scores=None) -> tuple[list[int], list[tuple[int, int]], list[int], list[int]]:
+  """(the document's token ids, its chunk spans, the chunks `reader` reads, the chunks that hold
+  the evidence) of one record. `scores`: the record's chunk scores (the `expanded` reader's);
+  None scores the chunks by BM25."""
   enc = tokenizer.encode(record["document"])
   spans = chunk_spans(len(enc.ids), chunk_tokens, overlap)
   sizes = [e - s + len(separator) for s, e in spans]
@@ -53,37 +58,47 @@ def chosen_chunks(tokenizer, record: dict, reader: str, chunk_tokens: int, overl
   if held and reader == "oracle":
     kept = [held[i] for i in retrieval.select(np.zeros(len(held)), [sizes[i] for i in held], budget + len(separator))]
   else:
-    texts = [record["document"][enc.offsets[s][0]:enc.offsets[e - 1][1]] for s, e in spans]
-    kept = retrieval.select(retrieval.bm25_scores(texts, record["question"]), sizes, budget + len(separator))
+    if scores is None:
+      texts = [record["document"][enc.offsets[s][0]:enc.offsets[e - 1][1]] for s, e in spans]
+      scores = retrieval.bm25_scores(texts, record["question"])
+    kept = retrieval.select(scores, sizes, budget + len(separator))
   return enc.ids, spans, kept, held
 
 
 def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: int, overlap: int, budget: int,
-                   separator: str) -> list[list[int]]:
+                   separator: str, scores=None) -> list[list[int]]:
   """Per record, the token ids `reader` reads: its chosen chunks, in document order, overlapping
-  chunks merged, runs joined by `separator`, at most `budget` tokens."""
+  chunks merged, runs joined by `separator`, at most `budget` tokens. `scores`: per record, its
+  chunk scores (None: BM25's)."""
   sep = tokenizer.encode(separator).ids if separator else []
   out = []
-  for r in records:
-    ids, spans, kept, _ = chosen_chunks(tokenizer, r, reader, chunk_tokens, overlap, budget, sep)
+  for i, r in enumerate(records):
+    ids, spans, kept, _ = chosen_chunks(tokenizer, r, reader, chunk_tokens, overlap, budget, sep,
+                                        None if scores is None else scores[i])
     out.append(retrieval.merged_ids(ids, spans, kept, sep)[:budget])
   return out
 
 
 def evidence_read(tokenizer, records: list[dict], chunk_tokens: int, overlap: int, budget: int,
-                  separator: str) -> dict:
-  """How often `retrieval` reads every chunk that holds the evidence, over the answerable records."""
+                  separator: str, scored: dict | None = None) -> dict:
+  """How often `retrieval` (and each reader of `scored`: {name: per-record chunk scores}) reads
+  every chunk that holds the evidence, over the answerable records."""
   sep = tokenizer.encode(separator).ids if separator else []
-  got = [set(held) <= set(kept) for r in records if r.get("answerable", True)
-         for _, _, kept, held in [chosen_chunks(tokenizer, r, "retrieval", chunk_tokens, overlap, budget, sep)]]
-  return {"retrieval": float(np.mean(got)) if got else None, "n": len(got)}
+  out = {}
+  for name, scores in {"retrieval": None, **(scored or {})}.items():
+    got = [set(held) <= set(kept) for i, r in enumerate(records) if r.get("answerable", True)
+           for _, _, kept, held in [chosen_chunks(tokenizer, r, name, chunk_tokens, overlap, budget, sep,
+                                                  None if scores is None else scores[i])]]
+    out[name] = float(np.mean(got)) if got else None
+  return {**out, "n": sum(bool(r.get("answerable", True)) for r in records)}
 
 
-def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb) -> dict:
-  """{"answers", "confidence"} of the frozen LM reading `reader`'s chunks for each record."""
+def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb, scores=None) -> dict:
+  """{"answers", "confidence"} of the frozen LM reading `reader`'s chunks for each record
+  (`scores`: per record, the chunk scores it reads by; None: BM25's)."""
   c = config
   contexts = chunk_contexts(setup.tokenizer, records, reader, c.pages.chunk_tokens, c.pages.chunk_overlap,
-                            c.text_buffer.max_context_tokens, c.text_buffer.separator)
+                            c.text_buffer.max_context_tokens, c.text_buffer.separator, scores)
   rows = [wrap(setup.tokenizer, c.prompts.answer, "context", ids, question=r["question"])
           for ids, r in zip(contexts, records)]
   answers, conf = generate_rows(tb.answerer, setup.tokenizer, rows, c.eval.batch_size, tb.answer_width, reader,
@@ -91,8 +106,9 @@ def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb) ->
   return {"answers": answers, "confidence": conf.tolist()}
 
 
-def answer(setup: pipeline.Setup, config, records: list[dict]) -> dict:
-  """Every reference's answers on `records`: {system: {"answers", "confidence"}}."""
+def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None) -> dict:
+  """Every reference's answers on `records`: {system: {"answers", "confidence"}}; `expanded`: the
+  `expanded` reader's chunk scores per record."""
   notes = setup.text_buffer(records, keep="bm25")
   notes.buffer_ids([r["document"] for r in records])   # every rule reads these notes
   out = {}
@@ -101,8 +117,21 @@ def answer(setup: pipeline.Setup, config, records: list[dict]) -> dict:
     answers, conf = tb.answer(records)
     out[text_buffer_name(keep)] = {"answers": answers, "confidence": conf.tolist()}
   for reader in config.references.readers:
-    out[reader] = read(setup, config, records, reader, notes)
+    out[reader] = read(setup, config, records, reader, notes, expanded if reader == "expanded" else None)
   return out
+
+
+def expander(setup: pipeline.Setup, config, workdir: Path, splits: dict):
+  """The `expanded` reader's trained scorer (`expansion.fit`), chosen by the validation F1 of the
+  frozen LM reading the chunks it picks."""
+  val = [r for r in splits["validation"] if not r.get("probe")]
+  answerer = setup.text_buffer(val[:1])
+
+  def val_f1(scores_of):
+    got = read(setup, config, val, "expanded", answerer, scores_of(val))
+    return train_lib.mean_f1(got["answers"], val)
+
+  return expansion.fit(setup, config, workdir, splits, val_f1)[0]
 
 
 def document_stats(tokenizer, records: list[dict], chunk_tokens: int, overlap: int, window: int) -> dict:
@@ -118,15 +147,20 @@ def run(config, workdir: Path):
   """The `references` mode: answer validation and test with every reference, then `report`."""
   workdir = Path(workdir)
   setup = pipeline.Setup(config, workdir)
-  splits = data.load(data.DataSpec.of(config), workdir, splits=("validation", "test"))
   c = config
+  expands = "expanded" in c.references.readers
+  splits = data.load(data.DataSpec.of(config), workdir,
+                     splits=("train", "validation", "test") if expands else ("validation", "test"))
+  records = {s: [r for r in splits[s] if not r.get("probe")] for s in ("validation", "test")}
+  chooser = expander(setup, config, workdir, splits) if expands else None
+  scored = {s: chooser.scores(records[s]) if chooser else None for s in records}
   stats = {s: {**document_stats(setup.tokenizer, splits[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
                                 c.model.context_tokens),
-               "evidence_read": evidence_read(setup.tokenizer, [r for r in splits[s] if not r.get("probe")],
-                                              c.pages.chunk_tokens, c.pages.chunk_overlap,
-                                              c.text_buffer.max_context_tokens, c.text_buffer.separator)}
+               "evidence_read": evidence_read(setup.tokenizer, records[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
+                                              c.text_buffer.max_context_tokens, c.text_buffer.separator,
+                                              {"expanded": scored[s]} if chooser else None)}
            for s in ("validation", "test")}
-  answered = {s: answer(setup, config, [r for r in splits[s] if not r.get("probe")]) for s in ("validation", "test")}
+  answered = {s: answer(setup, config, records[s], scored[s]) for s in ("validation", "test")}
   if jax.process_index() != 0:
     return None
   for split, name in (("validation", "validation.jsonl"), ("test", "predictions.jsonl")):
@@ -207,7 +241,9 @@ def markdown(config: dict, summary: dict) -> str:
       f"(median {doc['tokens']['median']:.0f}; {doc['window_multiple']['min']:.1f}x-"
       f"{doc['window_multiple']['max']:.1f}x the LM's window of {config['model']['context_tokens']}), "
       f"{doc['chunks']['min']}-{doc['chunks']['max']} chunks each; the top BM25 chunks hold all the evidence of "
-      f"{doc['evidence_read']['retrieval']:.0%} of the {doc['evidence_read']['n']} answerable questions. "
+      f"{doc['evidence_read']['retrieval']:.0%} of the {doc['evidence_read']['n']} answerable questions"
+      + (f", the expansion scorer's {doc['evidence_read']['expanded']:.0%}" if "expanded" in doc["evidence_read"]
+         else "") + ". "
       f"Every system reads at most {budget} tokens "
       "of context; the text buffer's rule was chosen on validation "
       f"(F1 at {tb['coverage']:.0%} coverage: "
