@@ -94,6 +94,8 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
   for s in systems:
     assert f"f1_raw/{s}" in summary["figures"]
     assert (f"f1_raw/{s}-text_buffer" in summary["intervals"]) == (s != chosen)
+  assert {"f1_raw/expanded-retrieval", "hallucination/expanded-retrieval"} <= set(summary["intervals"])
+  assert "The expanded reader minus retrieval" in (workdir / "report.md").read_text()
   assert summary["test_world"]["builder"].startswith("latent_pager_")
   assert summary["documents"]["test"]["documents"] == config.data.num_test
   read = summary["documents"]["test"]["evidence_read"]

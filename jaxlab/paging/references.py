@@ -19,7 +19,7 @@ every validation question (`arms.validation_score`); every system's abstention t
 run's `eval.threshold_rule`. The test split is then answered once by every system, and
 `summary.json` holds, per system: F1 before abstaining on the answerable questions, F1 at each of
 `eval.coverages` over every question, hallucination as served (`metrics.category`), with intervals
-of each system minus the chosen text buffer; and what the documents are (tokens, chunks, their
+of each system minus the chosen text buffer (and of `expanded` minus `retrieval`, when both read); and what the documents are (tokens, chunks, their
 ratio to the window).
 """
 
@@ -185,20 +185,25 @@ def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) 
   conf = {s: np.array([r["confidence"][s] for r in rows], np.float64) for s in systems}
   util = {s: np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in rows]) for s in systems}
   figures, intervals = {}, {}
+
+  def differences(s, other, label):
+    intervals[f"f1_raw/{s}-{label}"] = figures_lib.interval(raw[s], raw[other], boots, seed)
+    intervals[f"hallucination/{s}-{label}"] = figures_lib.interval(halluc[s], halluc[other], boots, seed)
+    for c in ev["coverages"]:
+      intervals[f"coverage/{figures_lib.coverage_key(c)}/{s}-{label}"] = bootstrap_claim(
+          lambda i, c=c: (selective.f1_at_coverage(conf[s], util[s], c, i)
+                          - selective.f1_at_coverage(conf[other], util[other], c, i)), len(rows), boots, seed)
+
   for s in systems:
     figures[f"f1_raw/{s}"] = figures_lib.mean_ci(raw[s], boots, seed)
     figures[f"hallucination/{s}"] = figures_lib.mean_ci(halluc[s], boots, seed)
     for c in ev["coverages"]:
       figures[f"coverage/{figures_lib.coverage_key(c)}/{s}"] = {
           "mean": float(selective.f1_at_coverage(conf[s], util[s], c)), "n": len(rows)}
-    if s == best:
-      continue
-    intervals[f"f1_raw/{s}-text_buffer"] = figures_lib.interval(raw[s], raw[best], boots, seed)
-    intervals[f"hallucination/{s}-text_buffer"] = figures_lib.interval(halluc[s], halluc[best], boots, seed)
-    for c in ev["coverages"]:
-      intervals[f"coverage/{figures_lib.coverage_key(c)}/{s}-text_buffer"] = bootstrap_claim(
-          lambda i, c=c, s=s: (selective.f1_at_coverage(conf[s], util[s], c, i)
-                               - selective.f1_at_coverage(conf[best], util[best], c, i)), len(rows), boots, seed)
+    if s != best:
+      differences(s, best, "text_buffer")
+  if {"expanded", "retrieval"} <= set(systems):   # the learned choice of chunks against BM25's
+    differences("expanded", "retrieval", "retrieval")
   return {"experiment": config["experiment"], "variant": config.get("variant"),
           "test_world": data.test_world(data.DataSpec.of(from_dict(config))), "documents": documents,
           "text_buffer": {"validation_f1_at_coverage": scores, "chosen": best, "coverage": coverage},
@@ -234,6 +239,12 @@ def markdown(config: dict, summary: dict) -> str:
                  vs("hallucination/{s}-text_buffer")])
   head = ["system", "F1 before abstaining", "minus text buffer", f"F1 at {tb['coverage']:.0%} coverage",
           "minus text buffer", "hallucination as served", "minus text buffer"]
+  versus = ""
+  if "f1_raw/expanded-retrieval" in ints:
+    d = lambda key: figures_lib.diff_text(ints, key, 3)
+    versus = (f"The expanded reader minus retrieval: F1 before abstaining {d('f1_raw/expanded-retrieval')}, at "
+              f"{tb['coverage']:.0%} coverage {d(f'coverage/{cov}/expanded-retrieval')}, hallucination as served "
+              f"{d('hallucination/expanded-retrieval')}.\n")
   return "\n".join([
       f"# Latent pager references: {summary.get('variant')}", "",
       f"Test world {summary['test_world']['seed']} ({summary['test_world']['builder']}): "
@@ -248,4 +259,4 @@ def markdown(config: dict, summary: dict) -> str:
       "of context; the text buffer's rule was chosen on validation "
       f"(F1 at {tb['coverage']:.0%} coverage: "
       + ", ".join(f"{k} {v:.3f}" for k, v in tb["validation_f1_at_coverage"].items()) + ").", "",
-      report_lib.markdown_table(head, rows), ""])
+      report_lib.markdown_table(head, rows), ""] + ([versus] if versus else []))
