@@ -31,7 +31,6 @@ Checkpoints, the metrics log and history.json live in WORKDIR/expansion/.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from pathlib import Path
 
@@ -48,10 +47,6 @@ from jaxlab.paging.spec import PagerSpec, TrainSpec
 
 FOLDER = "expansion"
 FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "expansion", "train", "prompts", "text_buffer")
-
-
-def _unit(x):
-  return x * jax.lax.rsqrt(jnp.sum(x * x, axis=-1, keepdims=True) + 1e-12)
 
 
 INDEXES = ("tokens", "pages")
