@@ -353,9 +353,9 @@ def long():
   distractors about the same entities), the same splits, unanswerable share and wordings as `cpu`,
   and a test world of its own. Every system reads at most 192 tokens of context (two chunks): the
   text buffer under each budget rule (its notes' first tokens, their last, or the notes that best
-  match the question; the rule chosen on validation), the top BM25 chunks, the chunks a scorer
-  over their pages picks (the shipped pointer encoder's pages, the scorer trained on the
-  training documents' questions), and the oracle's chunks."""
+  match the question; the rule chosen on validation), the top BM25 chunks, the chunks a trained
+  scorer picks by their tokens' embeddings (`expansion`; trained on the training documents'
+  questions, chosen by validation F1), and the oracle's chunks."""
   c = cpu()
   c.mode = "references"
   # 1,000 training documents, one question each: the scorer's labelled questions (the evidence of a
