@@ -137,13 +137,6 @@ def repro():
   # `keep` and the chunk readers of `readers` ("retrieval": BM25 top chunks; "expanded": a trained
   # scorer's top chunks; "oracle": the evidence's).
   c.references = ml_collections.ConfigDict(dict(keep=(), readers=()))
-  # The `expanded` reader's scorer (jaxlab/paging/expansion.py): `index`, the keys of a chunk
-  # ("tokens": its tokens' LM input embeddings; "pages": its pages), question states at these LM
-  # layers (0: the embeddings), maps to `dim`, its own epochs, batch and rate; evaluated every
-  # `eval_every` steps (0: each epoch) by validation F1, the best kept. Index, layers and rate were
-  # chosen on `long`'s validation evidence recall (docs/latent_pager.md).
-  c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), dim=64, epochs=24,
-                                               batch_size=32, learning_rate=1e-2, eval_every=50))
   return c
 
 
@@ -302,7 +295,6 @@ def smoke():
   c.rot.update(dict(distractor_ratios=(0.0, 1.0), horizons=(0.0, 1.0), questions_per_cell=2))
   c.seeds.train_seeds = (0, 1)
   c.arms.update(dict(pager=("no_bridge",), text_buffer=("frozen", "bridge"), text_buffer_rank=2))
-  c.expansion.update(dict(question_layers=(0, 2), dim=8, epochs=2, batch_size=8, eval_every=0))
   return c
 
 
@@ -364,6 +356,24 @@ def long():
                      questions_per_document=1, test_seed=3031))
   c.text_buffer.max_context_tokens = 192
   c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle")))
+  # The `expanded` reader's scorer (jaxlab/paging/expansion.py): `index`, the keys of a chunk
+  # ("tokens": its tokens' LM input embeddings; "pages": its pages), question states at these LM
+  # layers (0: the embeddings), maps to `dim`, its own epochs, batch and rate; evaluated every
+  # `eval_every` steps (0: each epoch) by validation F1, the best kept. Index, layers and rate were
+  # chosen on `long`'s validation evidence recall (docs/latent_pager.md).
+  c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), dim=64, epochs=24,
+                                               batch_size=32, learning_rate=1e-2, eval_every=50))
+  return c
+
+
+def long_smoke():
+  """`long`'s references and expanded reader at the smoke size (the tests' run)."""
+  c = smoke()
+  c.mode = "references"
+  c.text_buffer.max_context_tokens = 96
+  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle")))
+  c.expansion = long().expansion
+  c.expansion.update(dict(question_layers=(0, 2), dim=8, epochs=2, batch_size=8, eval_every=0))
   return c
 
 
@@ -371,4 +381,5 @@ def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
-                      "smoke": smoke, "long": long, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
+                      "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
+                      "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -92,11 +92,12 @@ def test_expansion_config_errors_name_the_field():
     config_lib.load("configs/latent_pager.py:long", ["--config.expansion.question_layers=()"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"expansion\.batch_size"):
     config_lib.load("configs/latent_pager.py:long", ["--config.expansion.batch_size=0"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"references\.readers"):
+    config_lib.load("configs/latent_pager.py:smoke", ["--config.mode=references", "--config.references.keep=('',)",
+                                                      "--config.references.readers=('expanded',)"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"expansion\.index"):
     config_lib.load("configs/latent_pager.py:long", ["--config.expansion.index=words"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"pager\.encoder"):
-    config_lib.load("configs/latent_pager.py:smoke", ["--config.mode=references", "--config.references.keep=('',)",
-                                                      "--config.references.readers=('expanded',)",
-                                                      "--config.expansion.index=pages",
-                                                      "--config.pager.encoder=pooled", "--config.pager.depth=1"],
+    config_lib.load("configs/latent_pager.py:long_smoke", ["--config.expansion.index=pages",
+                                                           "--config.pager.encoder=pooled", "--config.pager.depth=1"],
                     experiment.validate)

@@ -72,10 +72,7 @@ def finished(tmp_path_factory):
   """A finished `references` run at the smoke size: every budget rule and every chunk reader."""
   root = tmp_path_factory.mktemp("references")
   workdir = root / "run"
-  config = _load("smoke", tiny_lm_folder(root / "lm"), workdir, "--config.mode=references",
-                 "--config.references.keep=('', 'last', 'bm25')",
-                 "--config.references.readers=('retrieval', 'expanded', 'oracle')",
-                 "--config.text_buffer.max_context_tokens=96")
+  config = _load("long_smoke", tiny_lm_folder(root / "lm"), workdir)
   experiment.run(config, workdir)
   return config, workdir
 

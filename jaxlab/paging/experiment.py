@@ -137,6 +137,8 @@ def validate(config) -> None:
             and (v or config.mode != "references"), f"a tuple of distinct values of {names} (non-empty in mode "
             "'references')")
   if "expanded" in config.references.readers:
+    if "expansion" not in config:
+      raise ConfigError("references.readers", "'expanded' needs the scorer's `expansion` block (as `long` has)")
     require(config, "expansion.index", lambda v: v in expansion.INDEXES, f"one of {expansion.INDEXES}")
     require(config, "expansion.question_layers", lambda v: tuple_of(None, int_at_least(0))(v) and len(v) > 0,
             "a non-empty tuple of LM layer indices (0: the embedding output)")
