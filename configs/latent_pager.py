@@ -347,7 +347,10 @@ def long():
   text buffer under each budget rule (its notes' first tokens, their last, or the notes that best
   match the question; the rule chosen on validation), the top BM25 chunks, the chunks a trained
   scorer picks by their tokens' embeddings (`expansion`; trained on the training documents'
-  questions, chosen by validation F1), and the oracle's chunks."""
+  questions, chosen by validation F1), and the oracle's chunks. Two paging systems read by the same
+  scorer: `paged`, the pager reading the pages of the top 12 chunks (192 soft tokens), and
+  `hybrid`, the top chunk as text after the pages of the next 6 (96 soft tokens); each fine-tunes
+  the shipped pointer pager on the training questions reading its own picks."""
   c = cpu()
   c.mode = "references"
   # 1,000 training documents, one question each: the scorer's labelled questions (the evidence of a
@@ -355,14 +358,21 @@ def long():
   c.data.update(dict(min_tokens=1_800, max_tokens=7_000, num_train=1_000, num_validation=150, num_test=300,
                      questions_per_document=1, test_seed=3031))
   c.text_buffer.max_context_tokens = 192
-  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle")))
+  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle", "paged", "hybrid")))
   # The `expanded` reader's scorer (jaxlab/paging/expansion.py): `index`, the keys of a chunk
   # ("tokens": its tokens' LM input embeddings; "pages": its pages), question states at these LM
   # layers (0: the embeddings), maps to `dim`, its own epochs, batch and rate; evaluated every
   # `eval_every` steps (0: each epoch) by validation F1, the best kept. Index, layers and rate were
   # chosen on `long`'s validation evidence recall (docs/latent_pager.md).
   c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), dim=64, epochs=24,
-                                               batch_size=32, learning_rate=1e-2, eval_every=50))
+                                               batch_size=32, learning_rate=1e-2, eval_every=50,
+                                               # The `paged` and `hybrid` readers (jaxlab/paging/hybrid.py):
+                                               # the pages of the top 12 chunks (192 soft tokens, the text
+                                               # readers' budget); the top chunk as text beside the pages of
+                                               # the next 6 (96 soft tokens). Each fine-tunes the pager for
+                                               # `pager_epochs` epochs (6: chosen on validation F1 over 2).
+                                               page_chunks=12, hybrid_text_chunks=1, hybrid_page_chunks=6,
+                                               pager_epochs=6))
   return c
 
 
@@ -371,9 +381,10 @@ def long_smoke():
   c = smoke()
   c.mode = "references"
   c.text_buffer.max_context_tokens = 96
-  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle")))
+  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle", "paged", "hybrid")))
   c.expansion = long().expansion
-  c.expansion.update(dict(question_layers=(0, 2), dim=8, epochs=2, batch_size=8, eval_every=0))
+  c.expansion.update(dict(question_layers=(0, 2), dim=8, epochs=2, batch_size=8, eval_every=0, page_chunks=4,
+                          hybrid_text_chunks=1, hybrid_page_chunks=2, pager_epochs=1))
   return c
 
 

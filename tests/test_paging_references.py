@@ -11,7 +11,7 @@ from jaxlab.core import config as config_lib
 from jaxlab.data import long_doc_qa as L
 from jaxlab.data.documents import chunk_spans
 from jaxlab.lm import tokenizer as tok_lib
-from jaxlab.paging import data, expansion, experiment, pipeline, references, retrieval
+from jaxlab.paging import data, expansion, experiment, hybrid, pipeline, references, retrieval
 from tests.test_latent_pager import _load, tiny_lm_folder
 
 
@@ -79,7 +79,8 @@ def finished(tmp_path_factory):
 
 def test_references_mode_answers_with_every_system_and_chooses_on_validation(finished):
   config, workdir = finished
-  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "oracle"]
+  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "oracle", "paged",
+             "hybrid"]
   for name in ("predictions.jsonl", "validation.jsonl"):
     rows = [json.loads(line) for line in (workdir / name).read_text().splitlines()]
     assert rows and all(list(r["answers"]) == systems for r in rows) and not any(r["probe"] for r in rows)
@@ -91,14 +92,16 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
   for s in systems:
     assert f"f1_raw/{s}" in summary["figures"]
     assert (f"f1_raw/{s}-text_buffer" in summary["intervals"]) == (s != chosen)
-  assert {"f1_raw/expanded-retrieval", "hallucination/expanded-retrieval"} <= set(summary["intervals"])
-  assert "The expanded reader minus retrieval" in (workdir / "report.md").read_text()
+  for s, other in references.VERSUS:
+    assert {f"f1_raw/{s}-{other}", f"hallucination/{s}-{other}"} <= set(summary["intervals"])
+    assert f"The {s} reader minus {other}" in (workdir / "report.md").read_text()
   assert summary["test_world"]["builder"].startswith("latent_pager_")
   assert summary["documents"]["test"]["documents"] == config.data.num_test
   read = summary["documents"]["test"]["evidence_read"]
   test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   answerable = sum(r["answerable"] for r in test)
-  assert read["n"] == answerable and 0.0 <= read["retrieval"] <= 1.0 and 0.0 <= read["expanded"] <= 1.0
+  assert read["n"] == answerable
+  assert all(0.0 <= read[r] <= 1.0 for r in ("retrieval", "expanded", "paged", "hybrid"))
   assert "(chosen)" in (workdir / "report.md").read_text()
 
 
@@ -162,8 +165,48 @@ def test_the_expanded_reader_reads_what_its_restored_scorer_picks(finished):
   assert got["answers"] == [r["answers"]["expanded"] for r in rows]
 
 
+def test_picks_read_the_best_chunks_as_text_then_the_next_as_pages():
+  scores = np.array([0.1, 3.0, 2.0, 3.0, 0.5, 2.5])
+  assert hybrid.picks(scores, 1, 2) == ([1], [3, 5])          # a tie goes to the earlier chunk
+  assert hybrid.picks(scores, 0, 3) == ([], [1, 3, 5])
+  assert hybrid.picks(scores, 2, 10) == ([1, 3], [0, 2, 4, 5])  # a short document: every chunk read
+
+
+def test_the_paging_readers_read_the_pages_of_their_picks(finished):
+  config, workdir = finished
+  setup = pipeline.Setup(config, workdir)
+  splits = data.load(data.DataSpec.of(config), workdir)
+  chooser, _ = expansion.fit(setup, config, workdir, splits, val_f1=None, restore_only=True)
+  records = {s: [r for r in recs if not r.get("probe")] for s, recs in splits.items()}
+  scored = {s: chooser.scores(recs) for s, recs in records.items()}
+  rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  assert [r["id"] for r in rows] == [r["id"] for r in records["test"]]
+  c = config.pages
+  for reader in hybrid.READERS:
+    text, paged = hybrid.layout(config, reader)
+    docs, prompts = hybrid.inputs(setup, config, reader, records["test"], scored["test"])
+    for r, s, items, prompt in zip(records["test"], scored["test"], docs.items, prompts):
+      chunks = setup.store.chunks(r["document"])
+      order = np.argsort(-s, kind="stable")
+      assert items == [chunks[i] for i in sorted(order[text:text + paged])]   # pages in document order
+      if not text:
+        assert prompt == config.prompts.pager.format(question=r["question"])
+        continue
+      enc = setup.tokenizer.encode(r["document"])
+      s0, e0 = chunk_spans(len(enc.ids), c.chunk_tokens, c.chunk_overlap)[order[0]]
+      best = r["document"][enc.offsets[s0][0]:enc.offsets[e0 - 1][1]]
+      assert prompt == config.prompts.answer.format(context=best, question=r["question"])
+    trained = hybrid.fit(setup, config, workdir, reader, splits, scored, restore_only=True)
+    assert trained["history"][-1]["step"] > 0
+    got = hybrid.answer(setup, config, reader, trained, records["test"], scored["test"])
+    assert got["answers"] == [r["answers"][reader] for r in rows]
+    assert np.allclose(got["confidence"], [r["confidence"][reader] for r in rows], rtol=0, atol=1e-5)
+
+
 def test_references_mode_needs_a_rule(tmp_path):
   with pytest.raises(config_lib.ConfigError, match=r"config\.references\.keep"):
     config_lib.load("configs/latent_pager.py:smoke", ["--config.mode=references"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"config\.references\.readers"):
     config_lib.load("configs/latent_pager.py:long", ["--config.references.readers=('bm25',)"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"config\.expansion\.hybrid_page_chunks.*window of 256"):
+    config_lib.load("configs/latent_pager.py:long", ["--config.expansion.hybrid_page_chunks=20"], experiment.validate)

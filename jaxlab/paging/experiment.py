@@ -26,7 +26,7 @@ import jax
 from jaxlab.core.config import (ConfigError, import_modules, int_at_least, is_non_negative, is_positive, is_probability,
                                 require, require_int, tuple_of)
 from jaxlab.data import lexicon
-from jaxlab.paging import (arms, encoders, expansion, frontier, pager as pager_lib, pages, pipeline, pretrain,
+from jaxlab.paging import (arms, encoders, expansion, frontier, hybrid, pager as pager_lib, pages, pipeline, pretrain,
                            pretrain_report, references, reporting as pager_report, rot, seeds, selective, text_buffer)
 from jaxlab.paging.pipeline import DTYPES
 
@@ -136,9 +136,10 @@ def validate(config) -> None:
             lambda v, n=names: isinstance(v, tuple) and all(x in n for x in v) and len(set(v)) == len(v)
             and (v or config.mode != "references"), f"a tuple of distinct values of {names} (non-empty in mode "
             "'references')")
-  if "expanded" in config.references.readers:
+  scored = [r for r in config.references.readers if r in references.SCORED]
+  if scored:
     if "expansion" not in config:
-      raise ConfigError("references.readers", "'expanded' needs the scorer's `expansion` block (as `long` has)")
+      raise ConfigError("references.readers", f"{scored[0]!r} needs the scorer's `expansion` block (as `long` has)")
     require(config, "expansion.index", lambda v: v in expansion.INDEXES, f"one of {expansion.INDEXES}")
     require(config, "expansion.question_layers", lambda v: tuple_of(None, int_at_least(0))(v) and len(v) > 0,
             "a non-empty tuple of LM layer indices (0: the embedding output)")
@@ -149,6 +150,20 @@ def validate(config) -> None:
     if stored and config.expansion.index == "pages":
       raise ConfigError("pager.encoder", "the expanded reader scores pages: it needs an encoder that keeps several "
                         "per chunk (slots, pointer, mean, icae), not pooled")
+  paged = [r for r in config.references.readers if r in hybrid.READERS]
+  if paged:
+    for field in ("page_chunks", "hybrid_text_chunks", "hybrid_page_chunks", "pager_epochs"):
+      require_int(config, f"expansion.{field}", 1)
+    if stored:
+      raise ConfigError("pager.encoder", f"the {paged[0]} reader reads each chosen chunk's pages: it needs an encoder "
+                        "that keeps several per chunk (slots, pointer, mean, icae), not pooled")
+    for reader in paged:
+      text, pages_read = hybrid.layout(config, reader)
+      need = pages_read * config.pager.slots_per_chunk + text * config.pages.chunk_tokens
+      if need + config.generation.max_new_tokens > config.model.context_tokens:
+        field = "expansion.page_chunks" if reader == "paged" else "expansion.hybrid_page_chunks"
+        raise ConfigError(field, f"the {reader} reader's {need} context vectors and {config.generation.max_new_tokens} "
+                          f"answer tokens exceed the LM's window of {config.model.context_tokens}")
   for field, slot in (("extract", "chunk"), ("answer", "context"), ("pager", "question")):
     require(config, f"prompts.{field}", lambda v, s=slot: "{" + s + "}" in v, f"a template with {{{slot}}}")
   require(config, "prompts.answer", lambda v: "{question}" in v, "a template with {question}")

@@ -19,8 +19,13 @@ every validation question (`arms.validation_score`); every system's abstention t
 run's `eval.threshold_rule`. The test split is then answered once by every system, and
 `summary.json` holds, per system: F1 before abstaining on the answerable questions, F1 at each of
 `eval.coverages` over every question, hallucination as served (`metrics.category`), with intervals
-of each system minus the chosen text buffer (and of `expanded` minus `retrieval`, when both read); and what the documents are (tokens, chunks, their
-ratio to the window).
+of each system minus the chosen text buffer (and of each pair of `VERSUS` that both read); what the
+documents are (tokens, chunks, their ratio to the window); and how often each scored reader's
+chunks hold the evidence.
+
+Two paging systems read by the same scorer (`hybrid`): `paged`, the pager reading the pages of
+the top chunks, and `hybrid`, the top chunks as text beside the pages of the next ones; each
+fine-tunes its pager on the training questions reading its own picks, chosen by validation F1.
 """
 
 from __future__ import annotations
@@ -35,11 +40,16 @@ from jaxlab.core import report as report_lib
 from jaxlab.core.config import from_dict
 from jaxlab.core.stats import bootstrap_claim
 from jaxlab.data.documents import chunk_spans
-from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_lib, metrics, pipeline, retrieval,
-                           selective, train as train_lib)
+from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_lib, hybrid, metrics, pipeline,
+                           retrieval, selective, train as train_lib)
 from jaxlab.paging.text_buffer import generate_rows, wrap
 
-READERS = ("retrieval", "expanded", "oracle")
+TEXT_READERS = ("retrieval", "expanded", "oracle")
+READERS = TEXT_READERS + hybrid.READERS
+SCORED = ("expanded",) + hybrid.READERS   # the readers that read by the expansion scorer's scores
+# (reader, the reader it is compared with beside the text buffer): the learned choice of chunks
+# against BM25's, and pages added to (or read instead of) the expanded text.
+VERSUS = (("expanded", "retrieval"), ("hybrid", "expanded"), ("paged", "expanded"))
 
 
 def text_buffer_name(keep: str) -> str:
@@ -117,7 +127,8 @@ def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None) ->
     answers, conf = tb.answer(records)
     out[text_buffer_name(keep)] = {"answers": answers, "confidence": conf.tolist()}
   for reader in config.references.readers:
-    out[reader] = read(setup, config, records, reader, notes, expanded if reader == "expanded" else None)
+    if reader in TEXT_READERS:
+      out[reader] = read(setup, config, records, reader, notes, expanded if reader == "expanded" else None)
   return out
 
 
@@ -148,23 +159,33 @@ def run(config, workdir: Path):
   workdir = Path(workdir)
   setup = pipeline.Setup(config, workdir)
   c = config
-  expands = "expanded" in c.references.readers
+  readers = tuple(c.references.readers)
+  scoring = bool(set(readers) & set(SCORED))
   splits = data.load(data.DataSpec.of(config), workdir,
-                     splits=("train", "validation", "test") if expands else ("validation", "test"))
-  records = {s: [r for r in splits[s] if not r.get("probe")] for s in ("validation", "test")}
-  chooser = expander(setup, config, workdir, splits) if expands else None
-  scored = {s: chooser.scores(records[s]) if chooser else None for s in records}
+                     splits=("train", "validation", "test") if scoring else ("validation", "test"))
+  records = {s: [r for r in splits[s] if not r.get("probe")] for s in splits}
+  chooser = expander(setup, config, workdir, splits) if scoring else None
+  paged = [r for r in readers if r in hybrid.READERS]
+  scored = {s: chooser.scores(records[s]) if chooser else None for s in records if s != "train" or paged}
+  read_by = lambda s: {
+      **evidence_read(setup.tokenizer, records[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
+                      c.text_buffer.max_context_tokens, c.text_buffer.separator,
+                      {"expanded": scored[s]} if "expanded" in readers else None),
+      **{r: hybrid.evidence_read(setup.tokenizer, c, r, records[s], scored[s]) for r in paged}}
   stats = {s: {**document_stats(setup.tokenizer, splits[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
-                                c.model.context_tokens),
-               "evidence_read": evidence_read(setup.tokenizer, records[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
-                                              c.text_buffer.max_context_tokens, c.text_buffer.separator,
-                                              {"expanded": scored[s]} if chooser else None)}
+                                c.model.context_tokens), "evidence_read": read_by(s)}
            for s in ("validation", "test")}
   answered = {s: answer(setup, config, records[s], scored[s]) for s in ("validation", "test")}
+  for reader in paged:
+    trained = hybrid.fit(setup, config, workdir, reader, splits, scored)
+    for s in ("validation", "test"):
+      answered[s][reader] = hybrid.answer(setup, config, reader, trained, records[s], scored[s])
+  systems = [text_buffer_name(k) for k in c.references.keep] + list(readers)
+  answered = {s: {name: got[name] for name in systems} for s, got in answered.items()}
   if jax.process_index() != 0:
     return None
   for split, name in (("validation", "validation.jsonl"), ("test", "predictions.jsonl")):
-    pipeline.write_predictions(workdir / name, [r for r in splits[split] if not r.get("probe")], answered[split])
+    pipeline.write_predictions(workdir / name, records[split], answered[split])
   (workdir / "documents.json").write_text(json.dumps(stats, indent=1) + "\n")
   return report(workdir)
 
@@ -202,8 +223,9 @@ def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) 
           "mean": float(selective.f1_at_coverage(conf[s], util[s], c)), "n": len(rows)}
     if s != best:
       differences(s, best, "text_buffer")
-  if {"expanded", "retrieval"} <= set(systems):   # the learned choice of chunks against BM25's
-    differences("expanded", "retrieval", "retrieval")
+  for s, other in VERSUS:
+    if {s, other} <= set(systems):
+      differences(s, other, other)
   return {"experiment": config["experiment"], "variant": config.get("variant"),
           "test_world": data.test_world(data.DataSpec.of(from_dict(config))), "documents": documents,
           "text_buffer": {"validation_f1_at_coverage": scores, "chosen": best, "coverage": coverage},
@@ -224,6 +246,14 @@ def report(workdir) -> Path:
   return path
 
 
+def page_layout(config: dict, reader: str) -> str:
+  """What `reader` reads, in words."""
+  text, paged = hybrid.layout(from_dict(config), reader)
+  slots = config["pager"]["slots_per_chunk"]
+  pages = f"the pages of the {'next' if text else 'top'} {paged} chunks ({paged * slots} soft tokens)"
+  return f"the {reader} reader reads " + (f"the top {text} chunk(s) as text and " if text else "") + pages
+
+
 def markdown(config: dict, summary: dict) -> str:
   figs, ints, tb = summary["figures"], summary["intervals"], summary["text_buffer"]
   best = tb["chosen"]
@@ -239,12 +269,10 @@ def markdown(config: dict, summary: dict) -> str:
                  vs("hallucination/{s}-text_buffer")])
   head = ["system", "F1 before abstaining", "minus text buffer", f"F1 at {tb['coverage']:.0%} coverage",
           "minus text buffer", "hallucination as served", "minus text buffer"]
-  versus = ""
-  if "f1_raw/expanded-retrieval" in ints:
-    d = lambda key: figures_lib.diff_text(ints, key, 3)
-    versus = (f"The expanded reader minus retrieval: F1 before abstaining {d('f1_raw/expanded-retrieval')}, at "
-              f"{tb['coverage']:.0%} coverage {d(f'coverage/{cov}/expanded-retrieval')}, hallucination as served "
-              f"{d('hallucination/expanded-retrieval')}.\n")
+  d = lambda key: figures_lib.diff_text(ints, key, 3)
+  versus = [f"The {s} reader minus {other}: F1 before abstaining {d(f'f1_raw/{s}-{other}')}, at "
+            f"{tb['coverage']:.0%} coverage {d(f'coverage/{cov}/{s}-{other}')}, hallucination as served "
+            f"{d(f'hallucination/{s}-{other}')}." for s, other in VERSUS if f"f1_raw/{s}-{other}" in ints]
   return "\n".join([
       f"# Latent pager references: {summary.get('variant')}", "",
       f"Test world {summary['test_world']['seed']} ({summary['test_world']['builder']}): "
@@ -254,9 +282,12 @@ def markdown(config: dict, summary: dict) -> str:
       f"{doc['chunks']['min']}-{doc['chunks']['max']} chunks each; the top BM25 chunks hold all the evidence of "
       f"{doc['evidence_read']['retrieval']:.0%} of the {doc['evidence_read']['n']} answerable questions"
       + (f", the expansion scorer's {doc['evidence_read']['expanded']:.0%}" if "expanded" in doc["evidence_read"]
-         else "") + ". "
-      f"Every system reads at most {budget} tokens "
-      "of context; the text buffer's rule was chosen on validation "
+         else "")
+      + "".join(f", the {r} reader's chunks {doc['evidence_read'][r]:.0%}" for r in hybrid.READERS
+                if doc["evidence_read"].get(r) is not None) + ". "
+      f"Every text reader reads at most {budget} tokens of context"
+      + "".join(f"; {page_layout(config, r)}" for r in hybrid.READERS if r in summary["thresholds"])
+      + "; the text buffer's rule was chosen on validation "
       f"(F1 at {tb['coverage']:.0%} coverage: "
       + ", ".join(f"{k} {v:.3f}" for k, v in tb["validation_f1_at_coverage"].items()) + ").", "",
-      report_lib.markdown_table(head, rows), ""] + ([versus] if versus else []))
+      report_lib.markdown_table(head, rows), ""] + ([" ".join(versus), ""] if versus else []))

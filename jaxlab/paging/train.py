@@ -179,7 +179,9 @@ def mean_f1(answers, records) -> float:
   return float(np.mean([metrics.token_f1(a, r["gold_answer"]) for a, r in zip(answers, records)]))
 
 
-FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", "train", "prompts", "generation")
+# `expansion`, where a config has it: what the `paged` and `hybrid` readers' pagers read.
+FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", "train", "prompts", "generation",
+                      "expansion")
 
 
 def fingerprint(config, fields) -> str:

@@ -1,0 +1,134 @@
+"""Pages of the chunks a scorer picks, alone or beside expanded text: the `paged` and `hybrid`
+readers of the `references` mode (selective expansion with pages, REFRAG's layout).
+
+The expansion scorer (`expansion`) ranks a document's chunks for the question. Then:
+- `paged`: the pager reads the pages of the top `expansion.page_chunks` chunks, in document order
+  ([pages | question], the pager's own prompt `prompts.pager`);
+- `hybrid`: the top `expansion.hybrid_text_chunks` chunks are read back as text and the pages of
+  the next `expansion.hybrid_page_chunks` chunks go before them ([pages | text | question]): the
+  text sits beside the question as every text reader's context does, in `prompts.answer`. The
+  text is the chunks' own characters, joined by `text_buffer.separator`, tokenized with the
+  prompt.
+
+Pages stay query-independent (each chunk's pages depend on the chunk alone, so a server encodes
+a chunk once); only the choice of chunks reads the question. The pager is the `pager.*` design
+(`pointer` from its shipped pretrained encoder, with its bridge and sufficiency head), fine-tuned
+per reader on the training questions, each reading what the reader picks on its document
+(`train.*` with one question a row and `expansion.pager_epochs` epochs), the best by validation
+F1 kept (`train.fit`, in WORKDIR/<reader>/). Its abstention confidence is `eval.pager_confidence`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from jaxlab.core.config import repo_path
+from jaxlab.data.documents import chunk_spans
+from jaxlab.paging import expansion, pager as pager_lib, pretrain, train as train_lib
+
+READERS = ("paged", "hybrid")
+
+
+def layout(config, reader: str) -> tuple[int, int]:
+  """(chunks read as text, chunks read as pages) of `reader`."""
+  e = config.expansion
+  return (0, int(e.page_chunks)) if reader == "paged" else (int(e.hybrid_text_chunks), int(e.hybrid_page_chunks))
+
+
+def picks(scores: np.ndarray, text: int, paged: int) -> tuple[list[int], list[int]]:
+  """(the chunks read as text, the chunks read as pages), each in document order: the `text` best
+  scored, then the `paged` next best (a tie goes to the earlier chunk)."""
+  order = [int(i) for i in np.argsort(-np.asarray(scores), kind="stable")]
+  return sorted(order[:text]), sorted(order[text:text + paged])
+
+
+class Chosen:
+  """Per record, the chunk ids of the chunks it reads as pages (the pager's document inputs)."""
+
+  def __init__(self, items: list[list[list[int]]], chunk_tokens: int, pad_id: int):
+    self.items, self.chunk_tokens, self.pad_id = items, chunk_tokens, pad_id
+
+  def __len__(self):
+    return len(self.items)
+
+  def batch(self, rows, max_pages: int) -> dict:
+    return pager_lib.chunk_inputs([self.items[i] for i in rows], max_pages, self.chunk_tokens, self.pad_id)
+
+
+def inputs(setup, config, reader: str, records: list[dict], scores: list[np.ndarray]) -> tuple[Chosen, list[str]]:
+  """(the pages each record reads, its prompt text up to "Answer:"), from its chunk scores."""
+  text, paged = layout(config, reader)
+  c = config.pages
+  items, prompts = [], []
+  for r, s in zip(records, scores):
+    chunks = setup.store.chunks(r["document"])
+    as_text, as_pages = picks(s, text, paged)
+    items.append([chunks[i] for i in as_pages])
+    if not text:
+      prompts.append(config.prompts.pager.format(question=r["question"]))
+      continue
+    offsets = setup.tokenizer.encode(r["document"]).offsets
+    spans = chunk_spans(len(offsets), c.chunk_tokens, c.chunk_overlap)
+    context = config.text_buffer.separator.join(
+        r["document"][offsets[spans[i][0]][0]:offsets[spans[i][1] - 1][1]] for i in as_text)
+    prompts.append(config.prompts.answer.format(context=context, question=r["question"]))
+  return Chosen(items, c.chunk_tokens, setup.pad), prompts
+
+
+# The prompts arrive formatted; the pager's functions format a template's {question} with them.
+WHOLE = "{question}"
+
+
+def split(setup, config, reader: str, records: list[dict], scores) -> train_lib.Split:
+  """`records` as pager rows of one question each, reading `reader`'s picks."""
+  docs, prompts = inputs(setup, config, reader, records, scores)
+  texts = [[(*pager_lib.target_ids(setup.tokenizer, WHOLE, p, r["gold_answer"], setup.eos),
+             bool(r.get("answerable", True)))] for p, r in zip(prompts, records)]
+  return train_lib.Split(docs, texts, [{**r, "question": p} for p, r in zip(prompts, records)])
+
+
+def training_config(config):
+  """`config` as the reader's pager trains and answers: one question a row, `expansion.pager_epochs`
+  epochs, its prompts arriving whole."""
+  c = config.copy_and_resolve_references()
+  c.train.update(dict(questions_per_row=1, epochs=int(config.expansion.pager_epochs), steps=0))
+  c.prompts.pager = WHOLE
+  return c
+
+
+def fit(setup, config, workdir: Path, reader: str, splits: dict, scored: dict, restore_only: bool = False) -> dict:
+  """The reader's pager, fine-tuned (or restored) in WORKDIR/<reader>; `scored`: per split, the
+  records' chunk scores. {"graphdef", "params", "history", "max_pages", "q_width"}."""
+  c = training_config(config)
+  rows = {s: [r for r in splits[s] if not r.get("probe")] for s in ("train", "validation")}
+  tr, va = (split(setup, config, reader, rows[s], scored[s]) for s in ("train", "validation"))
+  max_pages = max(layout(c, reader)[1], 1)
+  q_width = pager_lib.question_width(setup.tokenizer, WHOLE, tr.records + va.records)
+  init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init and not restore_only else None
+  graphdef, params, history = train_lib.fit(c, Path(workdir) / reader, setup.lm, setup.tokenizer, tr, va,
+                                            max_pages=max_pages, q_width=q_width, settings=setup.settings,
+                                            pad_id=setup.pad, mesh=setup.mesh, abstain=setup.abstain,
+                                            init_params=init, restore_only=restore_only)
+  return {"graphdef": graphdef, "params": params, "history": history, "max_pages": max_pages, "q_width": q_width}
+
+
+def answer(setup, config, reader: str, trained: dict, records: list[dict], scores) -> dict:
+  """{"answers", "confidence"} of the reader's trained pager on `records`."""
+  docs, prompts = inputs(setup, config, reader, records, scores)
+  width = max(trained["q_width"], pager_lib.question_width(setup.tokenizer, WHOLE, [{"question": p} for p in prompts]))
+  answers, conf = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
+                                   list(range(len(records))), prompts, WHOLE, max_pages=trained["max_pages"],
+                                   width=width, settings=setup.settings, batch_size=config.eval.batch_size,
+                                   abstain=setup.abstain, confidence=config.eval.pager_confidence)
+  return {"answers": answers, "confidence": conf.tolist()}
+
+
+def evidence_read(tokenizer, config, reader: str, records: list[dict], scores) -> float | None:
+  """How often the reader's chunks (text and pages) hold every chunk of the evidence, over the
+  answerable records (None without one)."""
+  held = expansion.evidence_of(tokenizer, records, config.pages.chunk_tokens, config.pages.chunk_overlap)
+  got = [set(h) <= set(sum(picks(s, *layout(config, reader)), [])) for r, h, s in zip(records, held, scores)
+         if r.get("answerable", True)]
+  return float(np.mean(got)) if got else None
