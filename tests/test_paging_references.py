@@ -103,6 +103,15 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
   assert read["n"] == answerable
   assert all(0.0 <= read[r] <= 1.0 for r in ("retrieval", "expanded", "paged", "hybrid"))
   assert "(chosen)" in (workdir / "report.md").read_text()
+  timed = json.loads((workdir / "timing.json").read_text())   # the chosen text buffer against each reader, timed
+  assert set(timed["systems"]) == {chosen, "retrieval", "expanded", "paged", "hybrid"}
+  assert timed["text_buffer"] == chosen and len(timed["ids"]) == config.eval.latency_questions
+  for t in timed["systems"].values():
+    assert len(t["wall_s"]) == config.eval.latency_questions and min(t["wall_s"]) > 0
+  assert set(timed["ratio"]) == {f"ratio_{s}" for s in ("retrieval", "expanded", "paged", "hybrid")}
+  wall = {s: np.mean(t["wall_s"]) for s, t in timed["systems"].items()}
+  assert np.isclose(timed["ratio"]["ratio_hybrid"]["mean"], wall[chosen] / wall["hybrid"])
+  assert "Latency at one question per document" in (workdir / "report.md").read_text()
 
 
 def test_the_first_tokens_rule_answers_as_the_compared_text_buffer_does(finished):

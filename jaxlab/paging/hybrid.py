@@ -114,14 +114,18 @@ def fit(setup, config, workdir: Path, reader: str, splits: dict, scored: dict, r
   return {"graphdef": graphdef, "params": params, "history": history, "max_pages": max_pages, "q_width": q_width}
 
 
-def answer(setup, config, reader: str, trained: dict, records: list[dict], scores) -> dict:
-  """{"answers", "confidence"} of the reader's trained pager on `records`."""
+def answer(setup, config, reader: str, trained: dict, records: list[dict], scores, model=None,
+           batch_size: int | None = None) -> dict:
+  """{"answers", "confidence"} of the reader's trained pager on `records`, in batches of
+  `batch_size` (default `eval.batch_size`); `model`: its `pager.Reader`, made once by the caller
+  that answers many times (made here when None)."""
   docs, prompts = inputs(setup, config, reader, records, scores)
   width = max(trained["q_width"], pager_lib.question_width(setup.tokenizer, WHOLE, [{"question": p} for p in prompts]))
-  answers, conf = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
-                                   list(range(len(records))), prompts, WHOLE, max_pages=trained["max_pages"],
-                                   width=width, settings=setup.settings, batch_size=config.eval.batch_size,
-                                   abstain=setup.abstain, confidence=config.eval.pager_confidence)
+  model = model or pager_lib.Reader(setup.lm, trained["graphdef"], trained["params"], setup.settings,
+                                    config.eval.pager_confidence)
+  answers, conf = model.answer(setup.tokenizer, docs, list(range(len(records))), prompts, WHOLE,
+                               max_pages=trained["max_pages"], width=width,
+                               batch_size=batch_size or config.eval.batch_size, abstain=setup.abstain)
   return {"answers": answers, "confidence": conf.tolist()}
 
 

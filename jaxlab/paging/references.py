@@ -41,7 +41,7 @@ from jaxlab.core.config import from_dict
 from jaxlab.core.stats import bootstrap_claim
 from jaxlab.data.documents import chunk_spans
 from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_lib, hybrid, metrics, pipeline,
-                           retrieval, selective, train as train_lib)
+                           reader_timing, retrieval, selective, train as train_lib)
 from jaxlab.paging.text_buffer import generate_rows, wrap
 
 TEXT_READERS = ("retrieval", "expanded", "oracle")
@@ -103,16 +103,18 @@ def evidence_read(tokenizer, records: list[dict], chunk_tokens: int, overlap: in
   return {**out, "n": sum(bool(r.get("answerable", True)) for r in records)}
 
 
-def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb, scores=None) -> dict:
+def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb, scores=None,
+         batch_size: int | None = None) -> dict:
   """{"answers", "confidence"} of the frozen LM reading `reader`'s chunks for each record
-  (`scores`: per record, the chunk scores it reads by; None: BM25's)."""
+  (`scores`: per record, the chunk scores it reads by; None: BM25's), in batches of `batch_size`
+  (default `eval.batch_size`)."""
   c = config
   contexts = chunk_contexts(setup.tokenizer, records, reader, c.pages.chunk_tokens, c.pages.chunk_overlap,
                             c.text_buffer.max_context_tokens, c.text_buffer.separator, scores)
   rows = [wrap(setup.tokenizer, c.prompts.answer, "context", ids, question=r["question"])
           for ids, r in zip(contexts, records)]
-  answers, conf = generate_rows(tb.answerer, setup.tokenizer, rows, c.eval.batch_size, tb.answer_width, reader,
-                                setup.abstain, confidence=True)
+  answers, conf = generate_rows(tb.answerer, setup.tokenizer, rows, batch_size or c.eval.batch_size, tb.answer_width,
+                                reader, setup.abstain, confidence=True)
   return {"answers": answers, "confidence": conf.tolist()}
 
 
@@ -176,18 +178,34 @@ def run(config, workdir: Path):
                                 c.model.context_tokens), "evidence_read": read_by(s)}
            for s in ("validation", "test")}
   answered = {s: answer(setup, config, records[s], scored[s]) for s in ("validation", "test")}
+  trained = {}
   for reader in paged:
-    trained = hybrid.fit(setup, config, workdir, reader, splits, scored)
+    trained[reader] = hybrid.fit(setup, config, workdir, reader, splits, scored)
     for s in ("validation", "test"):
-      answered[s][reader] = hybrid.answer(setup, config, reader, trained, records[s], scored[s])
+      answered[s][reader] = hybrid.answer(setup, config, reader, trained[reader], records[s], scored[s])
   systems = [text_buffer_name(k) for k in c.references.keep] + list(readers)
   answered = {s: {name: got[name] for name in systems} for s, got in answered.items()}
+  val_rows = [{"gold_answer": r["gold_answer"], **{k: {s: answered["validation"][s][k][i] for s in systems}
+                                                   for k in ("answers", "confidence")}}
+              for i, r in enumerate(records["validation"])]
+  rule, _ = chosen_buffer(val_rows, systems, c.bar.coverage)
+  timed = reader_timing.measure(setup, config, records["test"][:c.eval.latency_questions], rule, read, chooser,
+                                trained)
   if jax.process_index() != 0:
     return None
   for split, name in (("validation", "validation.jsonl"), ("test", "predictions.jsonl")):
     pipeline.write_predictions(workdir / name, records[split], answered[split])
   (workdir / "documents.json").write_text(json.dumps(stats, indent=1) + "\n")
+  report_lib.write_json(workdir / reader_timing.FILE, timed)
   return report(workdir)
+
+
+def chosen_buffer(val: list[dict], systems: list[str], coverage: float) -> tuple[str, dict]:
+  """(the text buffer rule with the best validation F1 at `coverage`, the earlier on a tie; every
+  rule's score) over validation rows as predictions files hold them."""
+  buffers = [s for s in systems if s.startswith("text_buffer_")]
+  scores = {s: arms.validation_score(val, s, coverage) for s in buffers}
+  return max(buffers, key=lambda s: (scores[s], -buffers.index(s))), scores
 
 
 def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) -> dict:
@@ -195,9 +213,7 @@ def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) 
   ev, abstain = config["eval"], config["data"]["abstain_answer"]
   boots, seed, coverage = ev["bootstrap"], config["seed"], config["bar"]["coverage"]
   systems = list(rows[0]["answers"])
-  buffers = [s for s in systems if s.startswith("text_buffer_")]
-  scores = {s: arms.validation_score(val, s, coverage) for s in buffers}
-  best = max(buffers, key=lambda s: (scores[s], -buffers.index(s)))
+  best, scores = chosen_buffer(val, systems, coverage)
   chosen = analysis.thresholds(val, config, systems)
   final = {s: analysis.final_answers(rows, s, chosen, abstain) for s in systems}
   _, halluc = analysis.served(rows, final, abstain)
@@ -241,9 +257,26 @@ def report(workdir) -> Path:
   documents = json.loads((workdir / "documents.json").read_text())
   summary = summarize(config, rows, val, documents)
   report_lib.write_json(workdir / "summary.json", summary)
+  timed = None
+  if (workdir / reader_timing.FILE).is_file():   # wall-clock figures stay out of summary.json
+    raw = json.loads((workdir / reader_timing.FILE).read_text())
+    timed = {**raw, **reader_timing.summarize(raw, config["eval"]["bootstrap"], config["seed"])}
+    report_lib.write_json(workdir / reader_timing.FILE, timed)
   path = workdir / "report.md"
-  path.write_text(markdown(config, summary))
+  path.write_text(markdown(config, summary) + ("" if timed is None else "\n" + latency_text(timed)))
   return path
+
+
+def latency_text(timed: dict) -> str:
+  """The latency table of timing.json (`reader_timing`)."""
+  base = timed["text_buffer"]
+  rows = [[s, figures_lib.ci_text(timed["latency"][s], 3),
+           "" if s == base else figures_lib.ci_text(timed["ratio"][f"ratio_{s}"], 1) + "x"]
+          for s in [base] + [r for r in READERS if r in timed["systems"]]]
+  return "\n".join([
+      f"Latency at one question per document, nothing cached, one question at a time ({len(timed['ids'])} test "
+      "questions, each on its own document; the systems in turn; wall seconds, from timing.json):", "",
+      report_lib.markdown_table(["system", "seconds per question", f"{base} / system"], rows), ""])
 
 
 def page_layout(config: dict, reader: str) -> str:
@@ -251,7 +284,8 @@ def page_layout(config: dict, reader: str) -> str:
   text, paged = hybrid.layout(from_dict(config), reader)
   slots = config["pager"]["slots_per_chunk"]
   pages = f"the pages of the {'next' if text else 'top'} {paged} chunks ({paged * slots} soft tokens)"
-  return f"the {reader} reader reads " + (f"the top {text} chunk(s) as text and " if text else "") + pages
+  top = "the top chunk" if text == 1 else f"the top {text} chunks"
+  return f"the {reader} reader reads " + (f"{top} as text and " if text else "") + pages
 
 
 def markdown(config: dict, summary: dict) -> str:

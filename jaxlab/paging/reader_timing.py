@@ -1,0 +1,74 @@
+"""Latency of the `references` mode's systems at one question per document (its timing.json).
+
+Each system does all of its work for the document and the question, with nothing cached from an
+earlier question, and answers one question at a time (an answer batch of one); the systems take
+turns question by question (`timing._timed`), on the first `eval.latency_questions` test
+questions (one per document), after an untimed pass that compiles every program:
+- the text buffer under the rule chosen on validation: notes extracted from every chunk of the
+  document (generation), kept by its rule, then the answer;
+- `retrieval`: BM25 over the document's chunks, then the answer from the best;
+- `expanded`: the scorer (the question's LM states, the chunks' keys, the scores), then the
+  answer from its chunks;
+- `paged`, `hybrid`: the scorer, the pages of the chunks it picks (the frozen LM and the encoder
+  over those chunks only), then the pager's answer and its sufficiency head.
+The oracle is not timed (it reads the labels). `ratio_<system>`: the text buffer's mean seconds
+per question over the system's, with a bootstrap interval over the timed questions (a
+resampled question brings both systems' figures). Wall time, and the process's CPU time beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from jaxlab.core.stats import bootstrap_claim
+from jaxlab.paging import expansion, figures as figures_lib, hybrid, pager as pager_lib, timing
+
+FILE = "timing.json"
+
+
+def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=None,
+            trained: dict | None = None) -> dict:
+  """timing.json of a `references` run: {"ids", "text_buffer": its rule's name, "systems": {name:
+  {"wall_s", "cpu_s"}: seconds per question}}; `read` the mode's text reader
+  (`references.read`), `chooser` the trained `expansion.Expander`, `trained` {reader: its
+  trained pager} (`hybrid.fit`)."""
+  c = config
+  one = config.copy_and_resolve_references()
+  one.eval.batch_size = 1
+  keep = buffer_rule.removeprefix("text_buffer_")
+  tb = dataclasses.replace(setup.text_buffer(records, keep="" if keep == "first" else keep), answer_batch_size=1)
+
+  def text_buffer(r):
+    tb.buffers = {}   # the notes are extracted again
+    return tb.answer([r])
+
+  systems = {buffer_rule: text_buffer}
+  readers = tuple(c.references.readers)
+  if "retrieval" in readers:
+    systems["retrieval"] = lambda r: read(setup, one, [r], "retrieval", tb, batch_size=1)
+  scorer = chooser and expansion.Expander(chooser.features, chooser.graphdef, chooser.params, 1)
+  if "expanded" in readers:
+    systems["expanded"] = lambda r: read(setup, one, [r], "expanded", tb, scorer.scores([r]), batch_size=1)
+  for reader in [r for r in readers if r in hybrid.READERS]:
+    got = trained[reader]
+    model = pager_lib.Reader(setup.lm, got["graphdef"], got["params"], setup.settings, c.eval.pager_confidence)
+    systems[reader] = lambda r, reader=reader, got=got, model=model: hybrid.answer(
+        setup, one, reader, got, [r], scorer.scores([r]), model=model, batch_size=1)
+  seconds = timing._timed({s: (fn, records) for s, fn in systems.items()}, records)
+  return {"ids": [r["id"] for r in records], "text_buffer": buffer_rule,
+          "systems": {s: {"wall_s": wall, "cpu_s": cpu} for s, (wall, cpu) in seconds.items()}}
+
+
+def summarize(timed: dict, resamples: int, seed: int) -> dict:
+  """{"latency": {system: mean seconds per question with its interval}, "ratio": {"ratio_<system>":
+  the text buffer's mean over the system's, with its interval}} (wall clock)."""
+  wall = {s: np.asarray(t["wall_s"], np.float64) for s, t in timed["systems"].items()}
+  base = wall[timed["text_buffer"]]
+  ratio = {}
+  for s, x in wall.items():
+    if s != timed["text_buffer"]:
+      out = bootstrap_claim(lambda idx, x=x: base[idx].mean(axis=-1) / x[idx].mean(axis=-1), len(x), resamples, seed)
+      ratio[f"ratio_{s}"] = {"mean": out["diff"], "ci": out["ci"], "n": out["n"]}
+  return {"latency": {s: figures_lib.mean_ci(x, resamples, seed) for s, x in wall.items()}, "ratio": ratio}
