@@ -44,13 +44,11 @@ from jaxlab.core import report as report_lib
 from jaxlab.core.config import from_dict
 from jaxlab.core.stats import bootstrap_claim, describe
 from jaxlab.paging import bar as bar_lib, claims as claims_lib, data, metrics, published, selective
-from jaxlab.paging.figures import ANSWER_METRICS, SYSTEMS, TASKS, coverage_key, interval, read_rows
+from jaxlab.paging.figures import ANSWER_METRICS, SYSTEMS, TASKS, coverage_key, interval, read_run
 
 
 def load(workdir: Path):
-  config = json.loads((workdir / "config.json").read_text())
-  rows = read_rows(workdir / "predictions.jsonl")
-  val = read_rows(workdir / "validation.jsonl")
+  config, rows, val = read_run(workdir)
   history = json.loads((workdir / "history.json").read_text())
   timing = json.loads((workdir / "timing.json").read_text())
   return config, rows, val, history, timing

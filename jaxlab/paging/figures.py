@@ -30,6 +30,12 @@ def read_rows(path: Path) -> list[dict]:
   return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
+def read_run(workdir: Path) -> tuple[dict, list[dict], list[dict]]:
+  """A finished run's config, test answers and validation answers."""
+  return (json.loads((workdir / "config.json").read_text()), read_rows(workdir / "predictions.jsonl"),
+          read_rows(workdir / "validation.jsonl"))
+
+
 def interval(a, b, resamples: int, seed: int) -> dict | None:
   """Paired bootstrap of mean(a - b) over the units where both exist, as a claim interval."""
   ok = ~(np.isnan(a) | np.isnan(b))

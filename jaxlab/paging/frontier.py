@@ -251,9 +251,7 @@ def plots(summary, config, timing_data, workdir: Path) -> list[str]:
 
 def report(workdir) -> Path:
   workdir = Path(workdir)
-  config = json.loads((workdir / "config.json").read_text())
-  rows = figures_lib.read_rows(workdir / "predictions.jsonl")
-  val = figures_lib.read_rows(workdir / "validation.jsonl")
+  config, rows, val = figures_lib.read_run(workdir)
   sweep = json.loads((workdir / "points.json").read_text())
   timing_data = json.loads((workdir / "timing.json").read_text())
   summary = summarize(config, rows, val, sweep, workdir / "encoders")

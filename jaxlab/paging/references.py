@@ -251,9 +251,7 @@ def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) 
 def report(workdir) -> Path:
   """summary.json and report.md of a finished `references` run."""
   workdir = Path(workdir)
-  config = json.loads((workdir / "config.json").read_text())
-  rows = figures_lib.read_rows(workdir / "predictions.jsonl")
-  val = figures_lib.read_rows(workdir / "validation.jsonl")
+  config, rows, val = figures_lib.read_run(workdir)
   documents = json.loads((workdir / "documents.json").read_text())
   summary = summarize(config, rows, val, documents)
   report_lib.write_json(workdir / "summary.json", summary)
