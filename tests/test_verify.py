@@ -119,8 +119,46 @@ def test_a_changed_outcome_or_a_headline_outside_its_interval_fails_in_every_mod
   _edit(copy / "summary.json", lambda s: (s["targets"][0].update(met=True), s["bar"].update(f1=False)))
   assert outcomes() == ["bar.f1"]
   _edit(copy / "summary.json", lambda s: (s["bar"].update(f1=True), s["headline"]["f1"].update(mean=0.46)))
+  failures = receipts.verify(copy, root, "bitwise").failures
+  assert ("headline", "f1", "outside the receipt's interval") in [(c.kind, c.name, c.why) for c in failures]
+  _edit(copy / "summary.json", lambda s: s["headline"]["f1"].update(mean=0.66, ci=[0.61, 0.71]))
   failures = receipts.verify(copy, root, "seed").failures
-  assert [(c.kind, c.name, c.why) for c in failures] == [("headline", "f1", "outside the receipt's interval")]
+  assert [(c.kind, c.name) for c in failures] == [("headline", "f1")] and "> 4" in failures[0].why
+
+
+def test_seed_mode_judges_a_headline_by_both_intervals():
+  """Another draw of the same spread: its point falls outside the receipt's 95% interval one time
+  in six (the difference of two draws has sqrt(2) times one's error), so seed mode asks for the two
+  points within SEED_Z standard errors of their difference, each read from its interval's facing side."""
+  rng = np.random.default_rng(0)
+  entry = lambda m, se: {"mean": m, "ci": [m - 1.96 * se, m + 1.96 * se], "n": 10}
+  draws = rng.normal(0.5, 0.01, size=(4000, 2))
+  outside = np.mean([not receipts._in_interval("headline", "f", entry(a, 0.01), entry(b, 0.01)).ok for a, b in draws])
+  failing = np.mean([not receipts._in_interval("headline", "f", entry(a, 0.01), entry(b, 0.01), seed=True).ok
+                     for a, b in draws])
+  assert 0.14 < outside < 0.19 and failing < 0.002
+  # A shift of 4.5 standard errors of the difference fails; the one-sided interval at 1.0 is read on its open side.
+  assert not receipts._in_interval("headline", "f", entry(0.5, 0.01), entry(0.5 + 4.5 * 0.01 * np.sqrt(2), 0.01),
+                                   seed=True).ok
+  auc = lambda m, lo: {"mean": m, "ci": [lo, 1.0], "n": 10}
+  check = receipts._in_interval("headline", "auc", auc(0.9976, 0.9929), auc(0.9914, 0.9676), seed=True)
+  assert check.ok and check.why.startswith("z = 1.")
+  assert receipts._in_interval("headline", "auc", auc(1.0, 1.0), auc(1.0, 1.0), seed=True).ok
+  assert receipts._in_interval("headline", "auc", auc(1.0, 1.0), {"mean": 0.9, "ci": [0.9, 0.9]}, seed=True).ok is None
+
+
+def test_a_verdict_changed_at_its_boundary_still_fails_and_says_so(copy, tmp_path):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
+  claim = lambda ci, verdict: lambda s: s["claims"][0].update(
+      verdict=verdict, interval={"ci": ci, "diff": ci[0] / 2, "n": 10, "p": 0.05})
+  _edit(root / "hidden_gems" / "smoke" / "summary.json", claim([-0.0855, 0.0001], "opposite direction, not resolved"))
+  _edit(copy / "summary.json", claim([-0.0884, -0.0014], "does not hold"))
+  failures = receipts.verify(copy, root, "seed").failures
+  assert [c.kind for c in failures] == ["claim"]
+  assert failures[0].why.startswith("the verdict changed at its boundary") and "0.0001 from zero" in failures[0].why
+  _edit(copy / "summary.json", claim([-0.9, -0.5], "does not hold"))
+  assert [c.why for c in receipts.verify(copy, root, "seed").failures] == ["the verdict changed"]
 
 
 def test_figures_without_a_spread_are_unchecked_not_passed(copy, tmp_path):

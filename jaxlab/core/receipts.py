@@ -25,7 +25,8 @@ Two modes of matching figures:
 
 In every mode these must agree, or verify fails naming the row: the config; every claim's verdict
 (and its Holm column); every stated outcome (the `bar`, the `targets`); every headline figure
-that has an interval lies inside the receipt's interval; every timing ratio with an interval
+that has an interval lies inside the receipt's interval (in `seed` mode: within 4 standard errors
+of it, each read from its own interval, for the run is another draw); every timing ratio with an interval
 (timing.json entries named `*ratio*`: systems timed in the same run, on the same machine state) has
 an interval that meets the receipt's (wall-clock time varies from run to run beyond one run's
 interval over its timed questions); absolute seconds in timing.json whose interval misses the
@@ -393,6 +394,20 @@ def _claim_outcome(c: dict) -> tuple:
   return (c.get("verdict"),) + tuple(c[k] for k in sorted(c) if k.startswith("holm"))
 
 
+def _at_boundary(receipt: dict, run: dict) -> str:
+  """Why a verdict changed when both margins agree within seed error: the receipt's interval ends
+  near zero, so another draw of the same spread lands on the other side of a verdict's line."""
+  a, b = receipt.get("interval") or {}, run.get("interval") or {}
+  if not (_has_interval(a) and _has_interval(b)) or _point(a) is None or _point(b) is None:
+    return ""
+  check = _interval_within_seed_error("claim", "", a, b)
+  if not check.ok:
+    return ""
+  edge = min(abs(_number(v)) for v in a["ci"])
+  return f" at its boundary: the margins agree within seed error ({check.why or 'equal'}), the receipt's interval " \
+         f"ending {edge:.2g} from zero"
+
+
 def _compare_claims(receipt: list, run: list, match: str) -> list[Check]:
   checks = []
   by_text = {c["claim"]: c for c in run}
@@ -401,7 +416,8 @@ def _compare_claims(receipt: list, run: list, match: str) -> list[Check]:
     if other is None:
       checks.append(Check("claim", c["claim"], c["verdict"], None, False, "only in the receipt"))
     elif _claim_outcome(other) != _claim_outcome(c):
-      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], False, "the verdict changed"))
+      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], False,
+                          "the verdict changed" + (_at_boundary(c, other) if match == "seed" else "")))
     elif match == "bitwise" and other != c:
       checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], False,
                           "interval or numbers not bitwise equal"))
@@ -437,8 +453,9 @@ def _has_interval(entry) -> bool:
       all(_is_number(x) for x in entry["ci"])
 
 
-def _in_interval(kind: str, name: str, a: dict, b, overlap: bool = False) -> Check:
-  """The run's point estimate must lie in the receipt's interval; with `overlap` (timings: each
+def _in_interval(kind: str, name: str, a: dict, b, overlap: bool = False, seed: bool = False) -> Check:
+  """The run's point estimate must lie in the receipt's interval (with `seed`, within seed error
+  of it: `_interval_within_seed_error`); with `overlap` (timings: each
   run's interval holds only its own timed questions' noise, not the machine's from run to run),
   the run's interval must meet the receipt's."""
   x = _point(b) if isinstance(b, dict) else None
@@ -450,13 +467,43 @@ def _in_interval(kind: str, name: str, a: dict, b, overlap: bool = False) -> Che
     ok = blo <= hi and lo <= bhi
     return Check(kind, name, f"{_point(a):.4g} [{lo:.4g}, {hi:.4g}]", f"{x:.4g} [{blo:.4g}, {bhi:.4g}]", ok,
                  "" if ok else "its interval misses the receipt's")
+  if seed:
+    return _interval_within_seed_error(kind, name, a, b)
   inside = lo <= x <= hi
   return Check(kind, name, f"{_point(a):.4g} [{lo:.4g}, {hi:.4g}]", f"{x:.4g}", inside,
                "" if inside else "outside the receipt's interval")
 
 
+def _facing_se(entry, toward: float) -> float:
+  """The standard error an interval implies on the side facing `toward`: that half-width / 1.96
+  (a t interval at 10 units is about 15% wider, so this errs toward a larger error)."""
+  if not _has_interval(entry):
+    return 0.0
+  lo, hi = (_number(v) for v in entry["ci"])
+  return max(0.0, (hi - _point(entry)) if toward > _point(entry) else (_point(entry) - lo)) / 1.96
+
+
+def _interval_within_seed_error(kind: str, name: str, a: dict, b: dict) -> Check:
+  """Seed mode: the run is another draw, so both intervals' errors count, as for figures: the two
+  points within SEED_Z standard errors of their difference, each error read from its own interval
+  on the side facing the other point. (The run's point inside the receipt's 95% interval is the
+  bitwise mode's rule: a faithful rerun with the same spread misses it one time in six.)"""
+  x, y = _point(a), _point(b)
+  lo, hi = (_number(v) for v in a["ci"])
+  shown = f"{y:.4g}" + (" [{:.4g}, {:.4g}]".format(*(_number(v) for v in b["ci"])) if _has_interval(b) else "")
+  se = math.hypot(_facing_se(a, y), _facing_se(b, x))
+  if x == y:
+    ok, why = True, ""
+  elif se > 0:
+    z = abs(x - y) / se
+    ok, why = z <= SEED_Z, f"z = {z:.2f}" + ("" if z <= SEED_Z else f" > {SEED_Z:g}")
+  else:
+    ok, why = None, f"no spread to judge by (differs by {abs(x - y):.3g})"
+  return Check(kind, name, f"{x:.4g} [{lo:.4g}, {hi:.4g}]", shown, ok, why)
+
+
 def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool = False,
-                       other_hardware: bool = False) -> list[Check]:
+                       other_hardware: bool = False, seed: bool = False) -> list[Check]:
   """Every entry with an interval: the run's figure inside it; any other leaf (unless
   `only_intervals`): equal, or unchecked where two numbers differ with nothing to judge them by.
   Timing: absolute seconds are shown, not judged; ratios of two systems timed in one run are
@@ -468,7 +515,7 @@ def _compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool
   for name in sorted(set(a) | set(b)):
     x, y = a.get(name), b.get(name)
     if _has_interval(x) and _point(x) is not None:
-      check = _in_interval(kind, name, x, y, overlap=kind == "timing")
+      check = _in_interval(kind, name, x, y, overlap=kind == "timing", seed=seed)
       if kind == "timing" and check.ok is False and "ratio" not in name.rsplit(".", 1)[-1] and _has_interval(y):
         check = dataclasses.replace(check, ok=None, why="absolute seconds: moved with the machine's state "
                                     "(ratios of systems timed in the same run are judged)")
@@ -583,7 +630,8 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
   checks += _compare_figures(receipt.get("figures", {}), summary.get("figures", {}), match)
   checks += _compare_claims(receipt.get("claims", []), summary.get("claims", []), match)
   checks += _compare_outcomes(receipt, summary)
-  checks += _compare_intervals("headline", receipt.get("headline") or {}, summary.get("headline") or {})
+  checks += _compare_intervals("headline", receipt.get("headline") or {}, summary.get("headline") or {},
+                              seed=match == "seed")
   if (where / TIMING).is_file():
     if (workdir / TIMING).is_file():
       checks += _compare_intervals("timing", _read(where / TIMING), _read(workdir / TIMING), only_intervals=True,
