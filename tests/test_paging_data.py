@@ -88,6 +88,32 @@ def test_extra_training_questions_are_answered_by_their_document():
       assert obj == r["gold_answer"]
 
 
+def test_extra_training_questions_carry_evidence_where_each_fact_is_stated_once():
+  labelled = 0
+  for r in L.generate_qa(CFG, "train", 12):
+    if not r["answerable"] or r["id"].count("-") < 2:
+      continue
+    doc = _document(CFG, "train", int(r["id"].split("-")[1]))
+    statements = {}
+    for sent, _ in D.sentence_spans(doc.passages):
+      if sent.fact is not None:
+        statements.setdefault((sent.fact.subject, sent.fact.relation), []).append(sent.text)
+    subject, relations = _parse(r["question"])
+    hops, obj = [], subject
+    for rel in relations:
+      hops.append(statements[(obj, rel)])
+      obj = next(f.object for f in D.stated_facts(doc.passages) if (f.subject, f.relation) == (obj, rel))
+    if all(len(h) == 1 for h in hops):
+      labelled += 1
+      assert r["evidence"] == [h[0] for h in hops]
+      for text, a, b, w0, w1 in zip(r["evidence"], r["evidence_char_start"], r["evidence_char_end"],
+                                    r["evidence_word_start"], r["evidence_word_end"]):
+        assert r["document"][a:b] == text and r["document"].split()[w0:w1] == text.split()
+    else:
+      assert r["evidence"] == [] and r["evidence_char_start"] == []
+  assert labelled >= 10
+
+
 # ----------------------------------------------------------------------------- test world, held-out wording
 def _spec(**data_fields):
   """The data a run reads (its seed and `data` block, without the fields added since), at a tiny size."""

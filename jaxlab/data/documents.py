@@ -112,6 +112,11 @@ def question_pool(doc: Document, wording: str = "train") -> list[tuple[str, str,
   The pool is chosen in the canonical wording whatever `wording` is, so entry n asks the same thing
   in every wording. The world is consistent (one value per subject and relation), so each answer
   is unique."""
+  return [(question_text(s, rels, wording), answer, task) for s, rels, answer, task in _asked(doc)]
+
+
+def _asked(doc: Document) -> list[tuple[str, tuple[str, ...], str, str]]:
+  """`question_pool`'s entries as (subject, relations, answer, task type)."""
   facts = stated_facts(doc.passages)
   by_subject = {}
   for f in facts:
@@ -122,7 +127,30 @@ def question_pool(doc: Document, wording: str = "train") -> list[tuple[str, str,
   first = {}
   for s, rels, answer, task in asked:
     first.setdefault((question_text(s, rels), answer, task), (s, rels, answer, task))
-  return [(question_text(s, rels, wording), answer, task) for s, rels, answer, task in first.values()]
+  return list(first.values())
+
+
+def pool_evidence(doc: Document) -> list[dict]:
+  """For each entry of `question_pool`, its evidence fields as a record holds them (one sentence per
+  hop, in hop order, with word and character spans in `doc.record["document"]`), or empty fields
+  where a hop's fact is stated more than once (no single sentence is the evidence, so no chunk
+  label is exact). The planted evidence of the document's own question is stated once."""
+  statements = {}
+  for sent, span in sentence_spans(doc.passages):
+    if sent.fact is not None:
+      statements.setdefault((sent.fact.subject, sent.fact.relation), []).append((sent.text, span))
+  stated = {(f.subject, f.relation): f for f in stated_facts(doc.passages)}
+  out = []
+  for subject, relations, _, _ in _asked(doc):
+    hops, obj = [], subject
+    for rel in relations:
+      hops.append(statements[(obj, rel)])
+      obj = stated[(obj, rel)].object
+    sentences = [h[0] for h in hops] if all(len(h) == 1 for h in hops) else []
+    out.append({"evidence": [t for t, _ in sentences],
+                **{f"evidence_{k}": [span[i] for _, span in sentences]
+                   for i, k in enumerate(("word_start", "word_end", "char_start", "char_end"))}})
+  return out
 
 
 def window_questions(rng: np.random.Generator, doc: Document, n: int) -> list[tuple[str, str]]:
@@ -248,21 +276,31 @@ def make_document(rng: np.random.Generator, spec: DocSpec, doc_id: str) -> Docum
   return Document(_record(passages, ev_sents, doc_id, question, answer, spec), passages, evidence)
 
 
-def _record(passages, ev_sents, doc_id, question, answer, spec: DocSpec) -> dict:
-  """Join passages into text and locate the evidence sentences in words and characters."""
-  pieces, spans, word, char = [], {}, 0, 0
+def sentence_spans(passages: list[list[Sentence]]) -> list[tuple[Sentence, tuple[int, int, int, int]]]:
+  """Every sentence with its (word start, word end, char start, char end) in the joined document
+  (`join`)."""
+  out, word, char = [], 0, 0
   for pi, passage in enumerate(passages):
     for si, sent in enumerate(passage):
-      sep = ("\n\n" if si == 0 else " ") if pi or si else ""  # passages are blank-line separated
-      pieces.append(sep)
-      char += len(sep)
+      char += len(_separator(pi, si))
       nw = len(sent.text.split())
-      if sent.kind == "evidence":
-        spans[id(sent)] = (word, word + nw, char, char + len(sent.text))
-      pieces.append(sent.text)
+      out.append((sent, (word, word + nw, char, char + len(sent.text))))
       word += nw
       char += len(sent.text)
-  document = "".join(pieces)
+  return out
+
+
+def _separator(pi: int, si: int) -> str:
+  return ("\n\n" if si == 0 else " ") if pi or si else ""  # passages are blank-line separated
+
+
+def _record(passages, ev_sents, doc_id, question, answer, spec: DocSpec) -> dict:
+  """Join passages into text and locate the evidence sentences in words and characters."""
+  located = sentence_spans(passages)
+  document = "".join(_separator(pi, si) + sent.text for pi, passage in enumerate(passages)
+                     for si, sent in enumerate(passage))
+  word = located[-1][1][1] if located else 0
+  spans = {id(sent): span for sent, span in located}
   pos = [spans[id(s)] for s in ev_sents]
   return {
     "id": doc_id, "document": document, "question": question, "gold_answer": answer,

@@ -116,7 +116,8 @@ def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
   without the abstention and extra-question knobs; an unanswerable question (about an entity or
   relation the document does not contain; gold answer `abstain_answer`, no evidence) replaces a
   question on the schedule of `unanswerable_fraction`, drawn from its own Generator, and extra
-  training questions (other stated facts and chains, `documents.question_pool`) from another. The
+  training questions (other stated facts and chains, `documents.question_pool`, with their evidence
+  where each hop's fact is stated once: `documents.pool_evidence`) from another. The
   question wording draws nothing, so it changes only the `question` field; a varied training
   wording (`train_wordings`) is drawn per question from a Generator of its own, and the questions
   are chosen in the canonical wording before it words them."""
@@ -133,10 +134,11 @@ def generate_qa(cfg: LongDocQAConfig, split: str, num: int):
       extra = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 2])
       keep = [n for n, q in enumerate(D.question_pool(doc)) if q[0] != doc.record["question"]]
       pools = {w: D.question_pool(doc, w) for w in dict.fromkeys(wordings)}
+      evidence = D.pool_evidence(doc)
       for k, n in enumerate(extra.permutation(len(keep))[:per_doc - 1]):
         q, a, task = pools[wordings[k + 1]][keep[n]]
         questions.append({**record, "id": f"{record['id']}-{k + 1}", "question": q, "gold_answer": a,
-                          "task_type": task, **_NO_EVIDENCE})
+                          "task_type": task, **evidence[keep[n]]})
     for k, r in enumerate(questions):
       if _unanswerable(cfg, j):
         urng = np.random.default_rng([cfg.seed, W.SPLITS.index(split), i, 1, k])
@@ -185,10 +187,11 @@ class LongDocQA(tfds.core.GeneratorBasedBuilder):
   """Synthetic long-document QA (single fact and two-hop) with distractors and a horizon knob."""
 
   name = "long_doc_qa"
-  VERSION = tfds.core.Version("1.1.0")
+  VERSION = tfds.core.Version("1.2.0")
   RELEASE_NOTES = {"1.0.0": "Procedural world, single-fact and two-hop questions, pretraining corpus.",
                    "1.1.0": "Unanswerable questions and several questions per training document (knobs, off by "
-                            "default); the `answerable` field."}
+                            "default); the `answerable` field.",
+                   "1.2.0": "Extra training questions carry their evidence where each hop's fact is stated once."}
   BUILDER_CONFIGS = [LongDocQAConfig(name="default", description="1k-64k words, random horizon"),
             *_grid_configs(),
             LongDocQAConfig(name="pretrain", corpus="pretrain", description="base-model corpus",
