@@ -82,6 +82,7 @@ ABSTENTION_KNOBS = ("unanswerable_fraction", "abstain_answer", "questions_per_do
 # Builder knobs named in a builder's name only when set away from their defaults, so data built
 # before a knob existed keeps its name.
 OPTIONAL_KNOBS = ABSTENTION_KNOBS + ("question_wording", "train_wordings")
+OPTIONAL_DEFAULTS = {k: long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default for k in OPTIONAL_KNOBS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +110,9 @@ class DataSpec:
   @classmethod
   def of(cls, config) -> DataSpec:
     d = config.data.to_dict()
-    defaults = {k: long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default for k in OPTIONAL_KNOBS}
     return cls(seed=config.seed, test_seed=d.get("test_seed", -1), jsonl_dir=d.get("jsonl_dir", ""),
                tfds_dir=d.get("tfds_dir", ""), **{k: d[k] for k in KNOBS},
-               **{k: d.get(k, defaults[k]) for k in OPTIONAL_KNOBS})
+               **{k: d.get(k, OPTIONAL_DEFAULTS[k]) for k in OPTIONAL_KNOBS})
 
 
 KNOBS = ("min_tokens", "max_tokens", "distractor_ratio", "chunk_words", "horizon", "num_train", "num_validation",
@@ -126,8 +126,7 @@ def synthetic_config(spec: DataSpec, seed: int | None = None, **override) -> lon
   d = dataclasses.asdict(dataclasses.replace(spec, **override))
   seed = spec.seed if seed is None else seed
   knobs = {k: d[k] for k in KNOBS if k != "horizon"}
-  defaults = {k: long_doc_qa.LongDocQAConfig.__dataclass_fields__[k].default for k in OPTIONAL_KNOBS}
-  extra = {k: d[k] for k in OPTIONAL_KNOBS if d[k] != defaults[k]}
+  extra = {k: d[k] for k in OPTIONAL_KNOBS if d[k] != OPTIONAL_DEFAULTS[k]}
   name = "latent_pager_" + checkpoint.fingerprint({"seed": seed, **knobs, "horizon": d["horizon"], **extra})
   return long_doc_qa.LongDocQAConfig(
       name=name, min_tokens=d["min_tokens"], max_tokens=d["max_tokens"], distractor_ratio=d["distractor_ratio"],
@@ -186,9 +185,8 @@ def load(spec: DataSpec, workdir: Path, splits=SPLITS, **override) -> dict[str, 
   consistency probes. The synthetic set is built under data.tfds_dir ("" = WORKDIR/tfds), its test
   split from the test world (`test_config`). `num_*` count documents (an override of None keeps
   them all): a training document may carry `questions_per_document` questions."""
-  d = spec
-  if d.jsonl_dir:
-    out = {s: jsonl.read_jsonl(repo_path(d.jsonl_dir) / f"{s}.jsonl") for s in splits}
+  if spec.jsonl_dir:
+    out = {s: jsonl.read_jsonl(repo_path(spec.jsonl_dir) / f"{s}.jsonl") for s in splits}
   else:
     run_config, test = synthetic_config(spec, **override), test_config(spec, **override)
     own = [s for s in splits if s != "test" or test.name == run_config.name]
@@ -196,7 +194,7 @@ def load(spec: DataSpec, workdir: Path, splits=SPLITS, **override) -> dict[str, 
     if len(own) < len(splits):
       out["test"] = _read(test, _tfds_dir(spec, workdir), ("test",))["test"]
     out = {s: out[s] for s in splits}
-  for split, n in zip(SPLITS, (d.num_train, d.num_validation, d.num_test)):
+  for split, n in zip(SPLITS, (spec.num_train, spec.num_validation, spec.num_test)):
     if split in out:
       out[split] = _first_documents(out[split], override.get(f"num_{split}", n))
   if "test" in out:
