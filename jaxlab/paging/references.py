@@ -92,15 +92,23 @@ def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: in
 def evidence_read(tokenizer, records: list[dict], chunk_tokens: int, overlap: int, budget: int,
                   separator: str, scored: dict | None = None) -> dict:
   """How often `retrieval` (and each reader of `scored`: {name: per-record chunk scores}) reads
-  every chunk that holds the evidence, over the answerable records."""
+  every chunk that holds the evidence, over the answerable records; `by_task`, the same per task
+  type (a two-hop question's second evidence names the bridge entity, not the question's subject)."""
   sep = tokenizer.encode(separator).ids if separator else []
-  out = {}
+  answerable = [i for i, r in enumerate(records) if r.get("answerable", True)]
+  tasks = sorted({records[i]["task_type"] for i in answerable})
+  out, by_task = {}, {t: {"n": sum(records[i]["task_type"] == t for i in answerable)} for t in tasks}
+  share = lambda got: float(np.mean(got)) if got else None
   for name, scores in {"retrieval": None, **(scored or {})}.items():
-    got = [set(held) <= set(kept) for i, r in enumerate(records) if r.get("answerable", True)
-           for _, _, kept, held in [chosen_chunks(tokenizer, r, name, chunk_tokens, overlap, budget, sep,
-                                                  None if scores is None else scores[i])]]
-    out[name] = float(np.mean(got)) if got else None
-  return {**out, "n": sum(bool(r.get("answerable", True)) for r in records)}
+    got = {}
+    for i in answerable:
+      _, _, kept, held = chosen_chunks(tokenizer, records[i], name, chunk_tokens, overlap, budget, sep,
+                                       None if scores is None else scores[i])
+      got[i] = set(held) <= set(kept)
+    out[name] = share(list(got.values()))
+    for t in tasks:
+      by_task[t][name] = share([g for i, g in got.items() if records[i]["task_type"] == t])
+  return {**out, "n": len(answerable), "by_task": by_task}
 
 
 def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb, scores=None,
