@@ -381,7 +381,8 @@ def long_smoke():
   c = smoke()
   c.mode = "references"
   c.text_buffer.max_context_tokens = 96
-  c.references.update(dict(keep=("", "last", "bm25"), readers=("retrieval", "expanded", "oracle", "paged", "hybrid")))
+  c.references.update(dict(keep=("", "last", "bm25"),
+                           readers=("retrieval", "expanded", "iterative", "oracle", "paged", "hybrid")))
   c.expansion = long().expansion
   c.expansion.update(dict(question_layers=(0, 2), dim=8, epochs=2, batch_size=8, eval_every=0, page_chunks=4,
                           hybrid_text_chunks=1, hybrid_page_chunks=2, pager_epochs=1))

@@ -79,8 +79,8 @@ def finished(tmp_path_factory):
 
 def test_references_mode_answers_with_every_system_and_chooses_on_validation(finished):
   config, workdir = finished
-  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "oracle", "paged",
-             "hybrid"]
+  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "iterative", "oracle",
+             "paged", "hybrid"]
   for name in ("predictions.jsonl", "validation.jsonl"):
     rows = [json.loads(line) for line in (workdir / name).read_text().splitlines()]
     assert rows and all(list(r["answers"]) == systems for r in rows) and not any(r["probe"] for r in rows)
@@ -101,14 +101,17 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
   test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   answerable = sum(r["answerable"] for r in test)
   assert read["n"] == answerable
-  assert all(0.0 <= read[r] <= 1.0 for r in ("retrieval", "expanded", "paged", "hybrid"))
+  assert all(0.0 <= read[r] <= 1.0 for r in ("retrieval", "expanded", "iterative", "paged", "hybrid"))
+  for task, shares in read["by_task"].items():
+    assert shares["n"] == sum(r["answerable"] and r["task_type"] == task for r in test)
+  assert sum(t["n"] for t in read["by_task"].values()) == answerable
   assert "(chosen)" in (workdir / "report.md").read_text()
   timed = json.loads((workdir / "timing.json").read_text())   # the chosen text buffer against each reader, timed
-  assert set(timed["systems"]) == {chosen, "retrieval", "expanded", "paged", "hybrid"}
+  assert set(timed["systems"]) == {chosen, "retrieval", "expanded", "iterative", "paged", "hybrid"}
   assert timed["text_buffer"] == chosen and len(timed["ids"]) == config.eval.latency_questions
   for t in timed["systems"].values():
     assert len(t["wall_s"]) == config.eval.latency_questions and min(t["wall_s"]) > 0
-  assert set(timed["ratio"]) == {f"ratio_{s}" for s in ("retrieval", "expanded", "paged", "hybrid")}
+  assert set(timed["ratio"]) == {f"ratio_{s}" for s in ("retrieval", "expanded", "iterative", "paged", "hybrid")}
   wall = {s: np.mean(t["wall_s"]) for s, t in timed["systems"].items()}
   assert np.isclose(timed["ratio"]["ratio_hybrid"]["mean"], wall[chosen] / wall["hybrid"])
   assert "Latency at one question per document" in (workdir / "report.md").read_text()
@@ -172,6 +175,27 @@ def test_the_expanded_reader_reads_what_its_restored_scorer_picks(finished):
   assert [len(s) for s in scores] == [len(setup.store.chunks(r["document"])) for r in records]
   got = references.read(setup, config, records, "expanded", setup.text_buffer(records), scores)
   assert got["answers"] == [r["answers"]["expanded"] for r in rows]
+  # The iterative reader: the scorer's top chunk, then the one BM25 matches best to that draft.
+  second = references.iterative_scores(setup.tokenizer, config, records, scores, got["answers"])
+  again = references.read(setup, config, records, "iterative", setup.text_buffer(records), second)
+  assert again["answers"] == [r["answers"]["iterative"] for r in rows]
+  for r, first, s, draft in zip(records, scores, second, got["answers"]):
+    assert int(np.argmax(s)) == int(np.argmax(first))
+    if draft.strip() and draft != config.data.abstain_answer:
+      enc = setup.tokenizer.encode(r["document"])
+      spans = chunk_spans(len(enc.ids), config.pages.chunk_tokens, config.pages.chunk_overlap)
+      bm = retrieval.bm25_scores([r["document"][enc.offsets[a][0]:enc.offsets[b - 1][1]] for a, b in spans], draft)
+      runner_up = int(np.argsort(-s, kind="stable")[1])
+      assert bm[runner_up] == max(bm[i] for i in range(len(spans)) if i != int(np.argmax(first)))
+
+
+def test_second_round_ranks_the_first_rounds_best_then_the_second_score():
+  first = np.array([0.2, 0.9, 0.5, 0.1])
+  order = lambda s: list(np.argsort(-s, kind="stable"))
+  assert order(retrieval.second_round(first, np.array([0.0, 0.0, 0.0, 3.0]))) == [1, 3, 2, 0]
+  assert order(retrieval.second_round(first, np.zeros(4))) == [1, 2, 0, 3]          # no match: the first round's order
+  assert order(retrieval.second_round(first, np.array([5.0, 9.0, 5.0, 0.0]))) == [1, 2, 0, 3]   # tie: by the first
+  assert retrieval.select(retrieval.second_round(first, np.array([0.0, 0.0, 0.0, 3.0])), [4] * 4, 8) == [1, 3]
 
 
 def test_picks_read_the_best_chunks_as_text_then_the_next_as_pages():
@@ -217,5 +241,8 @@ def test_references_mode_needs_a_rule(tmp_path):
     config_lib.load("configs/latent_pager.py:smoke", ["--config.mode=references"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"config\.references\.readers"):
     config_lib.load("configs/latent_pager.py:long", ["--config.references.readers=('bm25',)"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"'iterative' reads the draft answers of 'expanded'"):
+    config_lib.load("configs/latent_pager.py:long", ["--config.references.readers=('iterative','expanded')"],
+                    experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"config\.expansion\.hybrid_page_chunks.*window of 256"):
     config_lib.load("configs/latent_pager.py:long", ["--config.expansion.hybrid_page_chunks=20"], experiment.validate)

@@ -136,6 +136,10 @@ def validate(config) -> None:
             lambda v, n=names: isinstance(v, tuple) and all(x in n for x in v) and len(set(v)) == len(v)
             and (v or config.mode != "references"), f"a tuple of distinct values of {names} (non-empty in mode "
             "'references')")
+  readers = tuple(config.references.readers)
+  if "iterative" in readers and "expanded" not in readers[:readers.index("iterative")]:
+    raise ConfigError("references.readers", "'iterative' reads the draft answers of 'expanded': list 'expanded' "
+                      "before it")
   scored = [r for r in config.references.readers if r in references.SCORED]
   if scored:
     if "expansion" not in config:

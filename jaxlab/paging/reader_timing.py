@@ -9,6 +9,8 @@ questions (one per document), after an untimed pass that compiles every program:
 - `retrieval`: BM25 over the document's chunks, then the answer from the best;
 - `expanded`: the scorer (the question's LM states, the chunks' keys, the scores), then the
   answer from its chunks;
+- `iterative`: `expanded`'s work (its answer is the draft), BM25 of the draft over the chunks,
+  then the answer from the scorer's top chunk and the draft's best;
 - `paged`, `hybrid`: the scorer, the pages of the chunks it picks (the frozen LM and the encoder
   over those chunks only), then the pager's answer and its sufficiency head.
 The oracle is not timed (it reads the labels). `ratio_<system>`: the text buffer's mean seconds
@@ -29,11 +31,12 @@ FILE = "timing.json"
 
 
 def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=None,
-            trained: dict | None = None) -> dict:
+            trained: dict | None = None, second_round=None) -> dict:
   """timing.json of a `references` run: {"ids", "text_buffer": its rule's name, "systems": {name:
   {"wall_s", "cpu_s"}: seconds per question}}; `read` the mode's text reader
   (`references.read`), `chooser` the trained `expansion.Expander`, `trained` {reader: its
-  trained pager} (`hybrid.fit`)."""
+  trained pager} (`hybrid.fit`), `second_round` the iterative reader's scores
+  (`references.iterative_scores`)."""
   c = config
   one = config.copy_and_resolve_references()
   one.eval.batch_size = 1
@@ -51,6 +54,12 @@ def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=
   scorer = chooser and expansion.Expander(chooser.features, chooser.graphdef, chooser.params, 1)
   if "expanded" in readers:
     systems["expanded"] = lambda r: read(setup, one, [r], "expanded", tb, scorer.scores([r]), batch_size=1)
+  if "iterative" in readers:
+    def iterative(r):
+      first = scorer.scores([r])
+      draft = read(setup, one, [r], "expanded", tb, first, batch_size=1)["answers"]
+      return read(setup, one, [r], "iterative", tb, second_round(setup.tokenizer, one, [r], first, draft), batch_size=1)
+    systems["iterative"] = iterative
   for reader in [r for r in readers if r in hybrid.READERS]:
     got = trained[reader]
     model = pager_lib.Reader(setup.lm, got["graphdef"], got["params"], setup.settings, c.eval.pager_confidence)

@@ -10,6 +10,11 @@ context, all answered by the frozen LM with the answer settings shared with the 
 - `expanded`: the chunks a trained scorer picks from each chunk's cached keys (`expansion`:
   selective expansion over its tokens' LM embeddings or its pages, per `expansion.index`), the
   best that fit the budget read as text in document order;
+- `iterative`: two rounds (ITER-RETGEN's retrieve, draft, retrieve again): the scorer's top chunk,
+  then the chunk whose text best matches, by BM25, the answer the `expanded` reader drafted from the
+  scorer's chunks (a two-hop question's first evidence names its subject; the second names the
+  bridge entity, which the draft of a reader holding the first hop tends to be); with no draft (an
+  abstention) or no match, the scorer's next chunk;
 - `oracle`: the chunks that hold the question's evidence (one per evidence sentence) read as text,
   the ceiling of reading the right text; an unanswerable question has none, and the oracle then
   reads what `retrieval` reads.
@@ -44,12 +49,12 @@ from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_l
                            reader_timing, retrieval, selective, train as train_lib)
 from jaxlab.paging.text_buffer import generate_rows, wrap
 
-TEXT_READERS = ("retrieval", "expanded", "oracle")
+TEXT_READERS = ("retrieval", "expanded", "iterative", "oracle")
 READERS = TEXT_READERS + hybrid.READERS
-SCORED = ("expanded",) + hybrid.READERS   # the readers that read by the expansion scorer's scores
+SCORED = ("expanded", "iterative") + hybrid.READERS   # the readers that read by the expansion scorer's scores
 # (reader, the reader it is compared with beside the text buffer): the learned choice of chunks
 # against BM25's, and pages added to (or read instead of) the expanded text.
-VERSUS = (("expanded", "retrieval"), ("hybrid", "expanded"), ("paged", "expanded"))
+VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("hybrid", "expanded"), ("paged", "expanded"))
 
 
 def text_buffer_name(keep: str) -> str:
@@ -69,10 +74,28 @@ def chosen_chunks(tokenizer, record: dict, reader: str, chunk_tokens: int, overl
     kept = [held[i] for i in retrieval.select(np.zeros(len(held)), [sizes[i] for i in held], budget + len(separator))]
   else:
     if scores is None:
-      texts = [record["document"][enc.offsets[s][0]:enc.offsets[e - 1][1]] for s, e in spans]
-      scores = retrieval.bm25_scores(texts, record["question"])
+      scores = retrieval.bm25_scores(_chunk_texts(record["document"], enc.offsets, spans), record["question"])
     kept = retrieval.select(scores, sizes, budget + len(separator))
   return enc.ids, spans, kept, held
+
+
+def _chunk_texts(document: str, offsets, spans) -> list[str]:
+  return [document[offsets[s][0]:offsets[e - 1][1]] for s, e in spans]
+
+
+def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.ndarray], drafts: list[str]) -> list:
+  """Per record, the `iterative` reader's chunk scores (`retrieval.second_round`): the scorer's
+  top chunk, then the chunks by BM25 of the draft answer (`drafts`: the `expanded` reader's; an
+  abstention drafts nothing)."""
+  c, out = config, []
+  for r, first, draft in zip(records, scores, drafts):
+    enc = tokenizer.encode(r["document"])
+    spans = chunk_spans(len(enc.ids), c.pages.chunk_tokens, c.pages.chunk_overlap)
+    query = "" if metrics.normalize(draft) == metrics.normalize(c.data.abstain_answer) else draft
+    second = (retrieval.bm25_scores(_chunk_texts(r["document"], enc.offsets, spans), query) if query.strip()
+              else np.zeros(len(spans)))
+    out.append(retrieval.second_round(first, second))
+  return out
 
 
 def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: int, overlap: int, budget: int,
@@ -137,7 +160,11 @@ def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None) ->
     answers, conf = tb.answer(records)
     out[text_buffer_name(keep)] = {"answers": answers, "confidence": conf.tolist()}
   for reader in config.references.readers:
-    if reader in TEXT_READERS:
+    if reader == "iterative":
+      drafts = out["expanded"]["answers"]
+      out[reader] = read(setup, config, records, reader, notes,
+                         iterative_scores(setup.tokenizer, config, records, expanded, drafts))
+    elif reader in TEXT_READERS:
       out[reader] = read(setup, config, records, reader, notes, expanded if reader == "expanded" else None)
   return out
 
@@ -177,15 +204,18 @@ def run(config, workdir: Path):
   chooser = expander(setup, config, workdir, splits) if scoring else None
   paged = [r for r in readers if r in hybrid.READERS]
   scored = {s: chooser.scores(records[s]) if chooser else None for s in records if s != "train" or paged}
+  answered = {s: answer(setup, config, records[s], scored[s]) for s in ("validation", "test")}
+  text_scored = lambda s: {
+      **({"expanded": scored[s]} if "expanded" in readers else {}),
+      **({"iterative": iterative_scores(setup.tokenizer, c, records[s], scored[s], answered[s]["expanded"]["answers"])}
+         if "iterative" in readers else {})}
   read_by = lambda s: {
       **evidence_read(setup.tokenizer, records[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
-                      c.text_buffer.max_context_tokens, c.text_buffer.separator,
-                      {"expanded": scored[s]} if "expanded" in readers else None),
+                      c.text_buffer.max_context_tokens, c.text_buffer.separator, text_scored(s)),
       **{r: hybrid.evidence_read(setup.tokenizer, c, r, records[s], scored[s]) for r in paged}}
   stats = {s: {**document_stats(setup.tokenizer, splits[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
                                 c.model.context_tokens), "evidence_read": read_by(s)}
            for s in ("validation", "test")}
-  answered = {s: answer(setup, config, records[s], scored[s]) for s in ("validation", "test")}
   trained = {}
   for reader in paged:
     trained[reader] = hybrid.fit(setup, config, workdir, reader, splits, scored)
@@ -198,7 +228,7 @@ def run(config, workdir: Path):
               for i, r in enumerate(records["validation"])]
   rule, _ = chosen_buffer(val_rows, systems, c.bar.coverage)
   timed = reader_timing.measure(setup, config, records["test"][:c.eval.latency_questions], rule, read, chooser,
-                                trained)
+                                trained, iterative_scores)
   if jax.process_index() != 0:
     return None
   for split, name in (("validation", "validation.jsonl"), ("test", "predictions.jsonl")):
@@ -322,6 +352,8 @@ def markdown(config: dict, summary: dict) -> str:
       f"{doc['chunks']['min']}-{doc['chunks']['max']} chunks each; the top BM25 chunks hold all the evidence of "
       f"{doc['evidence_read']['retrieval']:.0%} of the {doc['evidence_read']['n']} answerable questions"
       + (f", the expansion scorer's {doc['evidence_read']['expanded']:.0%}" if "expanded" in doc["evidence_read"]
+         else "")
+      + (f", the iterative reader's {doc['evidence_read']['iterative']:.0%}" if "iterative" in doc["evidence_read"]
          else "")
       + "".join(f", the {r} reader's chunks {doc['evidence_read'][r]:.0%}" for r in hybrid.READERS
                 if doc["evidence_read"].get(r) is not None) + ". "

@@ -27,6 +27,18 @@ def bm25_scores(pieces: list[str], query: str) -> np.ndarray:
   return np.asarray(index.get_scores(_tokens([query])[0]), np.float64)
 
 
+def second_round(first, second) -> np.ndarray:
+  """Scores that rank the piece `first` scores highest above all, then the rest by `second`
+  (ties, and a `second` of zeros: by `first`, then the earlier): the order of a two-round reader
+  (`select` keeps pieces in this order while they fit)."""
+  first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+  top = int(np.argmax(first))
+  order = [top] + sorted((i for i in range(len(first)) if i != top), key=lambda i: (-second[i], -first[i], i))
+  out = np.empty(len(first), np.float64)
+  out[order] = np.arange(len(first), 0, -1)
+  return out
+
+
 def select(scores, sizes: list[int], budget: int) -> list[int]:
   """Indices of the pieces kept: by score, highest first (ties: earlier), each kept while the
   kept sizes fit `budget`; returned in document order. A piece larger than the budget is never
