@@ -147,6 +147,30 @@ def test_seed_mode_judges_a_headline_by_both_intervals():
   assert receipts._in_interval("headline", "auc", auc(1.0, 1.0), {"mean": 0.9, "ci": [0.9, 0.9]}, seed=True).ok is None
 
 
+def test_an_unresolved_estimates_side_is_judged_by_its_margin_in_seed_mode(copy, tmp_path):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
+  claim = lambda diff, verdict: lambda s: s["claims"][0].update(
+      verdict=verdict, interval={"ci": [diff - 0.02, diff + 0.02], "diff": diff, "n": 10, "p": 0.5})
+  _edit(root / "hidden_gems" / "smoke" / "summary.json", claim(0.004, "same direction, not resolved at n=10"))
+  _edit(copy / "summary.json", claim(-0.001, "opposite direction, not resolved at n=10"))
+  result = receipts.verify(copy, root, "seed")
+  assert result.ok and [c.why for c in result.checks if c.kind == "claim" and "side" in c.why]
+  assert not receipts.verify(copy, root, "bitwise").ok
+  _edit(copy / "summary.json", claim(-0.2, "opposite direction, not resolved at n=10"))   # 14 standard errors away
+  assert [c.why for c in receipts.verify(copy, root, "seed").failures] == [
+      "an unresolved estimate's side changed and its margin moved beyond seed error"]
+
+
+def test_a_number_against_none_is_unchecked_and_a_missing_leaf_fails():
+  censored = lambda steps, hi: {"budget": 16384, "ci": [15360.0, hi], "n": 10, "reached": 0.5, "steps": steps}
+  assert receipts._leaf_by_leaf(censored(16384.0, None), censored(None, None))[0] is None
+  assert receipts._leaf_by_leaf(censored(16384.0, None), censored(16384.0, 16384.0))[0] is None
+  assert receipts._leaf_by_leaf(censored(16384.0, None), censored(16384.0, None))[0] is True
+  assert receipts._leaf_by_leaf(censored(16384.0, None), {"budget": 16384, "n": 10})[0] is False
+  assert receipts._leaf_by_leaf({"rule": "first"}, {"rule": None})[0] is False
+
+
 def test_a_verdict_changed_at_its_boundary_still_fails_and_says_so(copy, tmp_path):
   root = tmp_path / "results"
   shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))

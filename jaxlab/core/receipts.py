@@ -353,13 +353,19 @@ def _within_seed_error(a: dict, b: dict) -> tuple[bool | None, str]:
   return None, f"no spread to judge by (differs by {abs(x - y):.3g})"
 
 
+_ABSENT = object()   # a leaf one entry does not have (unlike a leaf whose value is None)
+
+
 def _same_or_unchecked(a, b) -> tuple[bool | None, str]:
-  """Equal agrees; two numbers that differ cannot be judged without a spread; anything else that
-  differs (a word, a flag, a missing entry) disagrees."""
+  """Equal agrees; two numbers that differ cannot be judged without a spread, nor can a number
+  against None (a value not reached within a budget, as a censored step count is, or an interval's
+  open end); anything else that differs (a word, a flag, a missing entry) disagrees."""
   if a == b:
     return True, ""
   if _is_number(a) and _is_number(b):
     return None, f"no spread to judge by (differs by {abs(_number(a) - _number(b)):.3g})"
+  if (a is None and _is_number(b)) or (b is None and _is_number(a)):
+    return None, "no spread to judge by (a number against none: not reached, or an open end)"
   return False, "differs"
 
 
@@ -367,7 +373,7 @@ def _leaf_by_leaf(a, b) -> tuple[bool | None, str]:
   """Two entries without a spread (counts, shares, words, nested dicts of them): a differing word,
   flag or missing leaf disagrees; differing numbers are unchecked; else they agree."""
   fa, fb = _flat(a), _flat(b)
-  results = [_same_or_unchecked(fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb))]
+  results = [_same_or_unchecked(fa.get(k, _ABSENT), fb.get(k, _ABSENT)) for k in sorted(set(fa) | set(fb))]
   bad = [why for ok, why in results if ok is False]
   if bad:
     return False, bad[0]
@@ -394,6 +400,17 @@ def _claim_outcome(c: dict) -> tuple:
   return (c.get("verdict"),) + tuple(c[k] for k in sorted(c) if k.startswith("holm"))
 
 
+_DIRECTION = re.compile(r"\b(?:same|opposite) direction, not resolved")
+
+
+def _resolution(outcome):
+  """A verdict (or a tuple of them) at the grading's resolution: "same/opposite direction, not
+  resolved" is one verdict, its direction the side of a point estimate inside noise."""
+  if isinstance(outcome, tuple):
+    return tuple(_resolution(x) for x in outcome)
+  return _DIRECTION.sub("not resolved", outcome) if isinstance(outcome, str) else outcome
+
+
 def _at_boundary(receipt: dict, run: dict) -> str:
   """Why a verdict changed when both margins agree within seed error: the receipt's interval ends
   near zero, so another draw of the same spread lands on the other side of a verdict's line."""
@@ -415,6 +432,14 @@ def _compare_claims(receipt: list, run: list, match: str) -> list[Check]:
     other = by_text.pop(c["claim"], None)
     if other is None:
       checks.append(Check("claim", c["claim"], c["verdict"], None, False, "only in the receipt"))
+    elif match == "seed" and _claim_outcome(other) != _claim_outcome(c) and \
+        _resolution(_claim_outcome(other)) == _resolution(_claim_outcome(c)):
+      check = _interval_within_seed_error("claim", c["claim"], c.get("interval") or {}, other.get("interval") or {}) \
+          if _has_interval(c.get("interval")) and _has_interval(other.get("interval")) else None
+      ok = check is not None and check.ok is True
+      checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], ok,
+                          f"an unresolved estimate's side, its margin within seed error ({check.why or 'equal'})" if ok
+                          else "an unresolved estimate's side changed and its margin moved beyond seed error"))
     elif _claim_outcome(other) != _claim_outcome(c):
       checks.append(Check("claim", c["claim"], c["verdict"], other["verdict"], False,
                           "the verdict changed" + (_at_boundary(c, other) if match == "seed" else "")))
@@ -558,10 +583,12 @@ def report_verdicts(text: str, timed: bool = True) -> dict:
   return out
 
 
-def _compare_report(receipt_text: str, run_text: str, bitwise: bool, timed: bool) -> list[Check]:
+def _compare_report(receipt_text: str, run_text: str, bitwise: bool, timed: bool, seed: bool = False) -> list[Check]:
+  """report.md's verdict cells; in `seed` mode at the grading's resolution (`_resolution`: the
+  claim's own check judges whether its margin stayed within seed error)."""
   a, b = report_verdicts(receipt_text, timed), report_verdicts(run_text, timed)
-  checks = [Check("report", k, a.get(k), b.get(k), a.get(k) == b.get(k),
-                  "" if a.get(k) == b.get(k) else "report.md states another verdict")
+  same = lambda k: a.get(k) == b.get(k) or (seed and k in a and k in b and _resolution(a[k]) == _resolution(b[k]))
+  checks = [Check("report", k, a.get(k), b.get(k), same(k), "" if same(k) else "report.md states another verdict")
             for k in sorted(set(a) | set(b))]
   if bitwise:
     same = receipt_text == run_text
@@ -640,7 +667,8 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
       checks.append(Check("timing", TIMING, "present", None, False, "the run wrote no timing.json"))
   if (where / "report.md").is_file() and (workdir / "report.md").is_file():
     checks += _compare_report((where / "report.md").read_text(), (workdir / "report.md").read_text(),
-                              match == "bitwise" and not (workdir / TIMING).is_file(), (where / TIMING).is_file())
+                              match == "bitwise" and not (workdir / TIMING).is_file(), (where / TIMING).is_file(),
+                              seed=match == "seed")
   if match == "bitwise":
     checks += _compare_rest(receipt, summary)
   return verification
