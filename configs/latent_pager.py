@@ -372,7 +372,11 @@ def long():
                                                # the next 6 (96 soft tokens). Each fine-tunes the pager for
                                                # `pager_epochs` epochs (6: chosen on validation F1 over 2).
                                                page_chunks=12, hybrid_text_chunks=1, hybrid_page_chunks=6,
-                                               pager_epochs=6))
+                                               pager_epochs=6,
+                                               # The `iterative` reader's second query: "draft" (the
+                                               # expanded reader's answer) or "bridge" (the top
+                                               # chunk's words the question does not use).
+                                               second_query="draft"))
   return c
 
 

@@ -4,6 +4,7 @@ random Qwen3 of test_latent_pager.py."""
 
 import json
 
+import ml_collections
 import numpy as np
 import pytest
 
@@ -187,6 +188,24 @@ def test_the_expanded_reader_reads_what_its_restored_scorer_picks(finished):
       bm = retrieval.bm25_scores([r["document"][enc.offsets[a][0]:enc.offsets[b - 1][1]] for a, b in spans], draft)
       runner_up = int(np.argsort(-s, kind="stable")[1])
       assert bm[runner_up] == max(bm[i] for i in range(len(spans)) if i != int(np.argmax(first)))
+
+
+def test_the_bridge_query_finds_the_chunk_that_names_the_top_chunks_entity():
+  tokenizer = tok_lib.load_tokenizer("models/lm_base")
+  filler = "The weather was mild and the harvest was good in every valley that year."
+  document = " ".join(["Fabian Stone works for Corvin Systems.", filler, "Fabian Stone likes chess.", filler,
+                       "Corvin Systems is headquartered in Vale Field.", filler])
+  record = {"document": document, "question": "Where is the organisation that Fabian Stone works for headquartered?"}
+  config = ml_collections.ConfigDict(dict(pages=dict(chunk_tokens=8, chunk_overlap=0),
+                                          expansion=dict(second_query="bridge"), data=dict(abstain_answer="unknown")))
+  enc = tokenizer.encode(document)
+  spans = chunk_spans(len(enc.ids), 8, 0)
+  texts = [document[enc.offsets[a][0]:enc.offsets[b - 1][1]] for a, b in spans]
+  first = np.array([2.0 if "works for" in t else (1.0 if "chess" in t else 0.0) for t in texts])
+  got = references.iterative_scores(tokenizer, config, [record], [first], None)[0]
+  order = np.argsort(-got, kind="stable")
+  assert "works for" in texts[order[0]] and "Corvin" in texts[order[1]] and "chess" not in texts[order[1]]
+  assert "chess" in texts[np.argsort(-first, kind="stable")[1]]    # the first round alone reads the hobby second
 
 
 def test_second_round_ranks_the_first_rounds_best_then_the_second_score():

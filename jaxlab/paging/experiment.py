@@ -137,9 +137,12 @@ def validate(config) -> None:
             and (v or config.mode != "references"), f"a tuple of distinct values of {names} (non-empty in mode "
             "'references')")
   readers = tuple(config.references.readers)
-  if "iterative" in readers and "expanded" not in readers[:readers.index("iterative")]:
-    raise ConfigError("references.readers", "'iterative' reads the draft answers of 'expanded': list 'expanded' "
-                      "before it")
+  if "iterative" in readers:
+    require(config, "expansion.second_query", lambda v: v in references.SECOND_QUERIES,
+            f"one of {references.SECOND_QUERIES}")
+    if references.needs_draft(config) and "expanded" not in readers[:readers.index("iterative")]:
+      raise ConfigError("references.readers", "'iterative' reads the draft answers of 'expanded': list 'expanded' "
+                        "before it")
   scored = [r for r in config.references.readers if r in references.SCORED]
   if scored:
     if "expansion" not in config:

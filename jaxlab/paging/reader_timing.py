@@ -9,8 +9,8 @@ questions (one per document), after an untimed pass that compiles every program:
 - `retrieval`: BM25 over the document's chunks, then the answer from the best;
 - `expanded`: the scorer (the question's LM states, the chunks' keys, the scores), then the
   answer from its chunks;
-- `iterative`: `expanded`'s work (its answer is the draft), BM25 of the draft over the chunks,
-  then the answer from the scorer's top chunk and the draft's best;
+- `iterative`: the scorer, `expanded`'s answer where it is the second query (the draft), BM25 of
+  the second query over the chunks, then the answer from the scorer's top chunk and that best;
 - `paged`, `hybrid`: the scorer, the pages of the chunks it picks (the frozen LM and the encoder
   over those chunks only), then the pager's answer and its sufficiency head.
 The oracle is not timed (it reads the labels). `ratio_<system>`: the text buffer's mean seconds
@@ -57,8 +57,9 @@ def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=
   if "iterative" in readers:
     def iterative(r):
       first = scorer.scores([r])
-      draft = read(setup, one, [r], "expanded", tb, first, batch_size=1)["answers"]
+      draft = read(setup, one, [r], "expanded", tb, first, batch_size=1)["answers"] if drafts else None
       return read(setup, one, [r], "iterative", tb, second_round(setup.tokenizer, one, [r], first, draft), batch_size=1)
+    drafts = c.expansion.get("second_query", "draft") == "draft"
     systems["iterative"] = iterative
   for reader in [r for r in readers if r in hybrid.READERS]:
     got = trained[reader]

@@ -10,11 +10,12 @@ context, all answered by the frozen LM with the answer settings shared with the 
 - `expanded`: the chunks a trained scorer picks from each chunk's cached keys (`expansion`:
   selective expansion over its tokens' LM embeddings or its pages, per `expansion.index`), the
   best that fit the budget read as text in document order;
-- `iterative`: two rounds (ITER-RETGEN's retrieve, draft, retrieve again): the scorer's top chunk,
-  then the chunk whose text best matches, by BM25, the answer the `expanded` reader drafted from the
-  scorer's chunks (a two-hop question's first evidence names its subject; the second names the
-  bridge entity, which the draft of a reader holding the first hop tends to be); with no draft (an
-  abstention) or no match, the scorer's next chunk;
+- `iterative`: two rounds: the scorer's top chunk, then the chunk whose text best matches, by BM25,
+  a second query (a two-hop question's first evidence names its subject; the second names the
+  bridge entity, which the question does not): with `expansion.second_query = "draft"`, the answer
+  the `expanded` reader drafted from the scorer's chunks (ITER-RETGEN's retrieve, draft, retrieve
+  again); with `"bridge"`, the top chunk's words that the question does not use (the entities
+  beside the subject); with no query (an abstention) or no match, the scorer's next chunk;
 - `oracle`: the chunks that hold the question's evidence (one per evidence sentence) read as text,
   the ceiling of reading the right text; an unanswerable question has none, and the oracle then
   reads what `retrieval` reads.
@@ -52,6 +53,7 @@ from jaxlab.paging.text_buffer import generate_rows, wrap
 TEXT_READERS = ("retrieval", "expanded", "iterative", "oracle")
 READERS = TEXT_READERS + hybrid.READERS
 SCORED = ("expanded", "iterative") + hybrid.READERS   # the readers that read by the expansion scorer's scores
+SECOND_QUERIES = ("draft", "bridge")   # the iterative reader's second query (`iterative_scores`)
 # (reader, the reader it is compared with beside the text buffer): the learned choice of chunks
 # against BM25's, and pages added to (or read instead of) the expanded text.
 VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("hybrid", "expanded"), ("paged", "expanded"))
@@ -83,19 +85,29 @@ def _chunk_texts(document: str, offsets, spans) -> list[str]:
   return [document[offsets[s][0]:offsets[e - 1][1]] for s, e in spans]
 
 
-def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.ndarray], drafts: list[str]) -> list:
+def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.ndarray], drafts: list[str] | None) -> list:
   """Per record, the `iterative` reader's chunk scores (`retrieval.second_round`): the scorer's
-  top chunk, then the chunks by BM25 of the draft answer (`drafts`: the `expanded` reader's; an
-  abstention drafts nothing)."""
+  top chunk, then the chunks by BM25 of the second query (`expansion.second_query`): the draft
+  answer (`drafts`: the `expanded` reader's; an abstention drafts nothing), or the top chunk's
+  words that the question does not use."""
   c, out = config, []
-  for r, first, draft in zip(records, scores, drafts):
+  for i, (r, first) in enumerate(zip(records, scores)):
     enc = tokenizer.encode(r["document"])
     spans = chunk_spans(len(enc.ids), c.pages.chunk_tokens, c.pages.chunk_overlap)
-    query = "" if metrics.normalize(draft) == metrics.normalize(c.data.abstain_answer) else draft
-    second = (retrieval.bm25_scores(_chunk_texts(r["document"], enc.offsets, spans), query) if query.strip()
-              else np.zeros(len(spans)))
+    texts = _chunk_texts(r["document"], enc.offsets, spans)
+    if not needs_draft(c):
+      asked = set(metrics.normalize(r["question"]).split())
+      query = " ".join(w for w in texts[int(np.argmax(first))].split() if metrics.normalize(w) not in asked)
+    else:
+      draft = drafts[i]
+      query = "" if metrics.normalize(draft) == metrics.normalize(c.data.abstain_answer) else draft
+    second = retrieval.bm25_scores(texts, query) if query.strip() else np.zeros(len(spans))
     out.append(retrieval.second_round(first, second))
   return out
+
+
+def needs_draft(config) -> bool:
+  return config.expansion.get("second_query", "draft") == "draft"
 
 
 def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: int, overlap: int, budget: int,
@@ -161,7 +173,7 @@ def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None) ->
     out[text_buffer_name(keep)] = {"answers": answers, "confidence": conf.tolist()}
   for reader in config.references.readers:
     if reader == "iterative":
-      drafts = out["expanded"]["answers"]
+      drafts = out["expanded"]["answers"] if needs_draft(config) else None
       out[reader] = read(setup, config, records, reader, notes,
                          iterative_scores(setup.tokenizer, config, records, expanded, drafts))
     elif reader in TEXT_READERS:
