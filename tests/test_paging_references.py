@@ -217,6 +217,13 @@ def test_second_round_ranks_the_first_rounds_best_then_the_second_score():
   assert retrieval.select(retrieval.second_round(first, np.array([0.0, 0.0, 0.0, 3.0])), [4] * 4, 8) == [1, 3]
 
 
+def test_first_questions_keep_each_documents_first_ones_in_order():
+  records = [{"document": d} for d in "aaabbcaab"]
+  assert hybrid.first_questions(records, 1) == [0, 3, 5]
+  assert hybrid.first_questions(records, 2) == [0, 1, 3, 4, 5]
+  assert hybrid.first_questions(records, 0) == list(range(9))
+
+
 def test_picks_read_the_best_chunks_as_text_then_the_next_as_pages():
   scores = np.array([0.1, 3.0, 2.0, 3.0, 0.5, 2.5])
   assert hybrid.picks(scores, 1, 2) == ([1], [3, 5])          # a tie goes to the earlier chunk

@@ -161,6 +161,8 @@ def validate(config) -> None:
   if paged:
     for field in ("page_chunks", "hybrid_text_chunks", "hybrid_page_chunks", "pager_epochs"):
       require_int(config, f"expansion.{field}", 1)
+    if "pager_questions_per_document" in config.expansion:
+      require_int(config, "expansion.pager_questions_per_document", 0, "0: every training question")
     if stored:
       raise ConfigError("pager.encoder", f"the {paged[0]} reader reads each chosen chunk's pages: it needs an encoder "
                         "that keeps several per chunk (slots, pointer, mean, icae), not pooled")

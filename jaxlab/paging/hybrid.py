@@ -89,6 +89,17 @@ def split(setup, config, reader: str, records: list[dict], scores) -> train_lib.
   return train_lib.Split(docs, texts, [{**r, "question": p} for p, r in zip(prompts, records)])
 
 
+def first_questions(records: list[dict], per_document: int) -> list[int]:
+  """Indices of each document's first `per_document` questions, in order (0: every question)."""
+  seen: dict[str, int] = {}
+  keep = []
+  for i, r in enumerate(records):
+    seen[r["document"]] = seen.get(r["document"], 0) + 1
+    if not per_document or seen[r["document"]] <= per_document:
+      keep.append(i)
+  return keep
+
+
 def training_config(config):
   """`config` as the reader's pager trains and answers: one question a row, `expansion.pager_epochs`
   epochs, its prompts arriving whole."""
@@ -103,7 +114,10 @@ def fit(setup, config, workdir: Path, reader: str, splits: dict, scored: dict, r
   records' chunk scores. {"graphdef", "params", "history", "max_pages", "q_width"}."""
   c = training_config(config)
   rows = {s: [r for r in splits[s] if not r.get("probe")] for s in ("train", "validation")}
-  tr, va = (split(setup, config, reader, rows[s], scored[s]) for s in ("train", "validation"))
+  scores = {s: scored[s] for s in rows}
+  keep = first_questions(rows["train"], int(config.expansion.get("pager_questions_per_document", 0)))
+  rows["train"], scores["train"] = [rows["train"][i] for i in keep], [scored["train"][i] for i in keep]
+  tr, va = (split(setup, config, reader, rows[s], scores[s]) for s in ("train", "validation"))
   max_pages = max(layout(c, reader)[1], 1)
   q_width = pager_lib.question_width(setup.tokenizer, WHOLE, tr.records + va.records)
   init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init and not restore_only else None
