@@ -185,7 +185,8 @@ def _read(path: Path):
 
 def save(workdir, root: Path = RESULTS, match: str = "bitwise") -> Path:
   """Copies a finished run's config.json, summary.json, report.md (and timing.json, except for
-  smoke variants) into its receipt folder and writes receipt.json: the command, this machine's
+  smoke variants) into its receipt folder, drops the folder's verified.json (it checked another
+  run) and writes receipt.json: the command, this machine's
   kind, `match` and the run's provenance (the workdir's, or this process's when the run wrote
   none). Returns the folder."""
   if match not in MATCHES:
@@ -202,6 +203,8 @@ def save(workdir, root: Path = RESULTS, match: str = "bitwise") -> Path:
     shutil.copyfile(workdir / name, out / name)
   if not timed and (out / TIMING).exists():
     (out / TIMING).unlink()
+  if (out / VERIFIED).exists():   # a check of the run this receipt replaces says nothing about this one
+    (out / VERIFIED).unlink()
   command = f"jaxlab run configs/{config['experiment']}.py:{config['variant']} --workdir WORKDIR"
   made = _read(workdir / PROVENANCE) if (workdir / PROVENANCE).is_file() else provenance()
   report.write_json(out / "receipt.json", {"command": command, "machine": machine(), "match": match,
