@@ -277,8 +277,8 @@ def make_document(rng: np.random.Generator, spec: DocSpec, doc_id: str) -> Docum
 
 
 def sentence_spans(passages: list[list[Sentence]]) -> list[tuple[Sentence, tuple[int, int, int, int]]]:
-  """Every sentence with its (word start, word end, char start, char end) in the joined document
-  (`join`)."""
+  """Every sentence with its (word start, word end, char start, char end) in the document the
+  passages join into (`_record`'s text)."""
   out, word, char = [], 0, 0
   for pi, passage in enumerate(passages):
     for si, sent in enumerate(passage):

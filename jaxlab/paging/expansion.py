@@ -50,6 +50,12 @@ FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "expansion", "t
 
 
 INDEXES = ("tokens", "pages")
+SECOND_QUERIES = ("draft", "bridge")   # the iterative reader's second query (`references.iterative_scores`)
+
+
+def needs_draft(config) -> bool:
+  """Whether the iterative reader's second query is the expanded reader's draft answer."""
+  return config.expansion.get("second_query", "draft") == "draft"
 
 
 class Scorer(nnx.Module):

@@ -138,9 +138,9 @@ def validate(config) -> None:
             "'references')")
   readers = tuple(config.references.readers)
   if "iterative" in readers:
-    require(config, "expansion.second_query", lambda v: v in references.SECOND_QUERIES,
-            f"one of {references.SECOND_QUERIES}")
-    if references.needs_draft(config) and "expanded" not in readers[:readers.index("iterative")]:
+    require(config, "expansion.second_query", lambda v: v in expansion.SECOND_QUERIES,
+            f"one of {expansion.SECOND_QUERIES}")
+    if expansion.needs_draft(config) and "expanded" not in readers[:readers.index("iterative")]:
       raise ConfigError("references.readers", "'iterative' reads the draft answers of 'expanded': list 'expanded' "
                         "before it")
   scored = [r for r in config.references.readers if r in references.SCORED]

@@ -59,7 +59,7 @@ def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=
       first = scorer.scores([r])
       draft = read(setup, one, [r], "expanded", tb, first, batch_size=1)["answers"] if drafts else None
       return read(setup, one, [r], "iterative", tb, second_round(setup.tokenizer, one, [r], first, draft), batch_size=1)
-    drafts = c.expansion.get("second_query", "draft") == "draft"
+    drafts = expansion.needs_draft(c)
     systems["iterative"] = iterative
   for reader in [r for r in readers if r in hybrid.READERS]:
     got = trained[reader]

@@ -53,7 +53,6 @@ from jaxlab.paging.text_buffer import generate_rows, wrap
 TEXT_READERS = ("retrieval", "expanded", "iterative", "oracle")
 READERS = TEXT_READERS + hybrid.READERS
 SCORED = ("expanded", "iterative") + hybrid.READERS   # the readers that read by the expansion scorer's scores
-SECOND_QUERIES = ("draft", "bridge")   # the iterative reader's second query (`iterative_scores`)
 # (reader, the reader it is compared with beside the text buffer): the learned choice of chunks
 # against BM25's, and pages added to (or read instead of) the expanded text.
 VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("hybrid", "expanded"), ("paged", "expanded"))
@@ -95,7 +94,7 @@ def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.nda
     enc = tokenizer.encode(r["document"])
     spans = chunk_spans(len(enc.ids), c.pages.chunk_tokens, c.pages.chunk_overlap)
     texts = _chunk_texts(r["document"], enc.offsets, spans)
-    if not needs_draft(c):
+    if not expansion.needs_draft(c):
       asked = set(metrics.normalize(r["question"]).split())
       query = " ".join(w for w in texts[int(np.argmax(first))].split() if metrics.normalize(w) not in asked)
     else:
@@ -104,10 +103,6 @@ def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.nda
     second = retrieval.bm25_scores(texts, query) if query.strip() else np.zeros(len(spans))
     out.append(retrieval.second_round(first, second))
   return out
-
-
-def needs_draft(config) -> bool:
-  return config.expansion.get("second_query", "draft") == "draft"
 
 
 def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: int, overlap: int, budget: int,
@@ -173,7 +168,7 @@ def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None) ->
     out[text_buffer_name(keep)] = {"answers": answers, "confidence": conf.tolist()}
   for reader in config.references.readers:
     if reader == "iterative":
-      drafts = out["expanded"]["answers"] if needs_draft(config) else None
+      drafts = out["expanded"]["answers"] if expansion.needs_draft(config) else None
       out[reader] = read(setup, config, records, reader, notes,
                          iterative_scores(setup.tokenizer, config, records, expanded, drafts))
     elif reader in TEXT_READERS:
