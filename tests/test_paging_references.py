@@ -70,10 +70,11 @@ def test_oracle_chunks_hold_their_evidence_on_long_documents():
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-  """A finished `references` run at the smoke size: every budget rule and every chunk reader."""
+  """A finished `references` run at the smoke size: every budget rule and every chunk reader, the
+  iterative reader's second query by a trained second hop."""
   root = tmp_path_factory.mktemp("references")
   workdir = root / "run"
-  config = _load("long_smoke", tiny_lm_folder(root / "lm"), workdir)
+  config = _load("long_smoke", tiny_lm_folder(root / "lm"), workdir, "--config.expansion.second_query=learned")
   experiment.run(config, workdir)
   return config, workdir
 
@@ -176,10 +177,29 @@ def test_the_expanded_reader_reads_what_its_restored_scorer_picks(finished):
   assert [len(s) for s in scores] == [len(setup.store.chunks(r["document"])) for r in records]
   got = references.read(setup, config, records, "expanded", setup.text_buffer(records), scores)
   assert got["answers"] == [r["answers"]["expanded"] for r in rows]
-  # The iterative reader: the scorer's top chunk, then the one BM25 matches best to that draft.
-  second = references.iterative_scores(setup.tokenizer, config, records, scores, got["answers"])
+  # The iterative reader: the scorer's top chunk, then the second hop's best given that chunk.
+  hop, history = expansion.fit(setup, config, workdir, splits, val_f1=None, restore_only=True, first=chooser)
+  assert history[-1]["step"] > 0 and (workdir / expansion.SECOND_FOLDER / "history.json").is_file()
+  tops = expansion.tops(scores)
+  hop_scores = hop.scores(records, tops)
+  second = references.iterative_scores(setup.tokenizer, config, records, scores, None, hop)
   again = references.read(setup, config, records, "iterative", setup.text_buffer(records), second)
   assert again["answers"] == [r["answers"]["iterative"] for r in rows]
+  for first, h, s, top in zip(scores, hop_scores, second, tops):
+    assert h[top] == -np.inf and np.isfinite(np.delete(h, top)).all()      # the top chunk is never a candidate
+    order = np.argsort(-s, kind="stable")
+    assert order[0] == top and order[1] == int(np.argmax(h))
+  # The second hop's query: the question's tokens, then the top chunk's.
+  batch = hop.features.batch(records[:2], firsts=tops[:2])
+  for i, r in enumerate(records[:2]):
+    asked = setup.tokenizer.encode(r["question"]).ids
+    chunk = setup.store.chunks(r["document"])[tops[i]]
+    n = min(len(asked) + len(chunk), hop.features.width)
+    assert batch["question_mask"][i].sum() == n and not batch["page_mask"][i, tops[i]]
+  # With the draft answer as the second query: the chunk BM25 matches best to the draft comes next.
+  draft_config = config.copy_and_resolve_references()
+  draft_config.expansion.second_query = "draft"
+  second = references.iterative_scores(setup.tokenizer, draft_config, records, scores, got["answers"])
   for r, first, s, draft in zip(records, scores, second, got["answers"]):
     assert int(np.argmax(s)) == int(np.argmax(first))
     if draft.strip() and draft != config.data.abstain_answer:

@@ -26,6 +26,17 @@ learning rate and `train.*`'s warmup, weight decay, clipping and seed; evaluatio
 validation loss and the validation F1 of the frozen LM reading the chosen chunks (every validation
 question), and the best by that F1 is kept. The LM and the page encoder are never updated.
 Checkpoints, the metrics log and history.json live in WORKDIR/expansion/.
+
+**A second hop** (the `iterative` reader with `expansion.second_query = "learned"`: a multi-hop
+dense retriever's second query, the question with the first passage). A second scorer of the same
+form whose query is the question followed by the first scorer's top chunk, through the frozen LM
+in that order (so the chunk's states at a later layer have read the question), at
+`expansion.second_layers`; the top chunk itself is never a candidate. A two-hop question names its
+subject, and its second evidence sentence names the bridge entity, which only the first chunk
+does. It trains like the first scorer, on the same questions, each with the first scorer's top
+chunk on its own document as the query's chunk and the evidence chunks other than that one as its
+labels (a question whose top chunk holds all its evidence has none and is left out): what the
+reader sees when it answers. Its folder is WORKDIR/expansion_second/.
 """
 
 from __future__ import annotations
@@ -46,16 +57,26 @@ from jaxlab.paging.modules import LN_EPS, linear
 from jaxlab.paging.spec import PagerSpec, TrainSpec
 
 FOLDER = "expansion"
+SECOND_FOLDER = "expansion_second"
 FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "expansion", "train", "prompts", "text_buffer")
 
 
 INDEXES = ("tokens", "pages")
-SECOND_QUERIES = ("draft", "bridge")   # the iterative reader's second query (`references.iterative_scores`)
+SECOND_QUERIES = ("draft", "bridge", "learned")   # the iterative reader's second query (`references.iterative_scores`)
+
+
+def second_query(config) -> str:
+  return config.expansion.get("second_query", "draft")
 
 
 def needs_draft(config) -> bool:
   """Whether the iterative reader's second query is the expanded reader's draft answer."""
-  return config.expansion.get("second_query", "draft") == "draft"
+  return second_query(config) == "draft"
+
+
+def learned_second(config) -> bool:
+  """Whether the iterative reader's second query is a trained second-hop scorer's."""
+  return "iterative" in tuple(config.references.readers) and second_query(config) == "learned"
 
 
 class Scorer(nnx.Module):
@@ -131,12 +152,15 @@ class ExpansionSpec:
   eval_every: int
 
   @classmethod
-  def of(cls, config) -> ExpansionSpec:
+  def of(cls, config, second: bool = False) -> ExpansionSpec:
+    """The first scorer's spec; with `second`, the second hop's (its query at `second_layers`)."""
     e = config.expansion
-    if max(e.question_layers) > config_layers(config):
-      raise ConfigError("expansion.question_layers", f"{tuple(e.question_layers)}: {config.model.path} has layers "
+    field = "second_layers" if second else "question_layers"
+    layers = tuple(e.get(field, e.question_layers))
+    if max(layers) > config_layers(config):
+      raise ConfigError(f"expansion.{field}", f"{layers}: {config.model.path} has layers "
                         f"0-{config_layers(config)} (0 is the embedding output)")
-    return cls(e.index, tuple(e.question_layers), int(e.dim), int(e.epochs), int(e.batch_size),
+    return cls(e.index, layers, int(e.dim), int(e.epochs), int(e.batch_size),
                float(e.learning_rate), int(e.eval_every))
 
   def train(self, config) -> TrainSpec:
@@ -152,14 +176,17 @@ def config_layers(config) -> int:
 class Features:
   """The scorer's inputs: each document's keys (its chunk ids, or its pages (chunks, S, D) made once
   per document) and each question's LM states, all at one padded shape (`max_pages` chunks, the
-  longest question of `records` in tokens)."""
+  longest question of `records` in tokens; with `follow`, a chunk's tokens after it: the second
+  hop's query)."""
 
-  def __init__(self, setup, config, spec: ExpansionSpec, records: list[dict]):
+  def __init__(self, setup, config, spec: ExpansionSpec, records: list[dict], follow: bool = False):
     self.setup, self.spec = setup, spec
     self.encoder = page_encoder(setup, config) if spec.index == "pages" else None
     self._chunks: dict[str, list[list[int]]] = {}
     self.max_pages = max(len(self.chunks(d)) for d in {r["document"] for r in records})
-    self.width = -(-max(len(setup.tokenizer.encode(r["question"]).ids) for r in records) // 8) * 8
+    self.question_width = max(len(setup.tokenizer.encode(r["question"]).ids) for r in records)
+    follows = setup.store.settings.chunk_tokens if follow else 0
+    self.width = -(-(self.question_width + follows) // 8) * 8
     self.pages: dict[str, np.ndarray] = {}
     lm_graphdef, lm_state = nnx.split(setup.lm)
     layers = spec.question_layers
@@ -196,8 +223,10 @@ class Features:
     for i, d in enumerate(missing):
       self.pages[d] = made[offsets[i]:offsets[i + 1]]
 
-  def batch(self, records: list[dict], targets: list[list[int]] | None = None) -> dict:
-    """The scorer's host batch for `records` (with `targets`: their evidence chunks)."""
+  def batch(self, records: list[dict], targets: list[list[int]] | None = None,
+            firsts: list[int] | None = None) -> dict:
+    """The scorer's host batch for `records` (with `targets`: their evidence chunks; with `firsts`:
+    per record, the chunk whose tokens follow the question in the query, never a candidate)."""
     if self.encoder is None:
       keys = pager_lib.chunk_inputs([self.chunks(r["document"]) for r in records], self.max_pages,
                                     self.setup.store.settings.chunk_tokens, self.setup.pad)
@@ -206,7 +235,10 @@ class Features:
       self.document_pages([r["document"] for r in records])
       states, page_mask = pages.batch_pages([self.pages[r["document"]] for r in records], self.max_pages)
       keys = {"pages": states, "page_mask": page_mask}
-    rows = [self.setup.tokenizer.encode(r["question"]).ids[:self.width] for r in records]
+    rows = [self.setup.tokenizer.encode(r["question"]).ids[:self.question_width] for r in records]
+    if firsts is not None:
+      rows = [(row + self.chunks(r["document"])[f])[:self.width] for row, r, f in zip(rows, records, firsts)]
+      keys["page_mask"][np.arange(len(records)), firsts] = False
     ids = np.full((len(rows), self.width), self.setup.pad, np.int32)
     mask = np.zeros((len(rows), self.width), bool)
     for i, row in enumerate(rows):
@@ -243,40 +275,53 @@ def evidence_of(tokenizer, records: list[dict], chunk_tokens: int, overlap: int)
 
 
 class Expander:
-  """A trained scorer: `scores(records)` gives each record's chunk scores (its real chunks only)."""
+  """A trained scorer: `scores(records)` gives each record's chunk scores (its real chunks only;
+  for a second hop, `firsts` are the records' first chunks, which score -inf)."""
 
   def __init__(self, features: Features, graphdef, params, batch_size: int):
     self.features, self.graphdef, self.params, self.batch_size = features, graphdef, params, batch_size
 
-  def scores(self, records: list[dict]) -> list[np.ndarray]:
+  def one_at_a_time(self) -> Expander:
+    return Expander(self.features, self.graphdef, self.params, 1)
+
+  def scores(self, records: list[dict], firsts: list[int] | None = None) -> list[np.ndarray]:
     out = []
     lm_graphdef, lm_state = nnx.split(self.features.setup.lm)
     for s in range(0, len(records), self.batch_size):
       part = records[s:s + self.batch_size]
-      padded = part + [part[0]] * (self.batch_size - len(part))   # one shape for every call
-      got = np.asarray(_scores(self.params, self.graphdef, lm_graphdef, lm_state, self.features.batch(padded)))
+      fill = self.batch_size - len(part)
+      padded = part + [part[0]] * fill   # one shape for every call
+      first = None if firsts is None else list(firsts[s:s + len(part)]) + [firsts[s]] * fill
+      got = np.asarray(_scores(self.params, self.graphdef, lm_graphdef, lm_state,
+                               self.features.batch(padded, firsts=first)))
       out += [got[i, :len(self.features.chunks(r["document"]))].astype(np.float64)
               for i, r in enumerate(part)]
     return out
 
 
-def fit(setup, config, workdir: Path, splits: dict, val_f1, restore_only: bool = False) -> tuple[Expander, list]:
+def tops(scores: list[np.ndarray]) -> list[int]:
+  """Each record's best chunk (the earlier on a tie)."""
+  return [int(np.argmax(s)) for s in scores]
+
+
+def fit(setup, config, workdir: Path, splits: dict, val_f1, restore_only: bool = False,
+        first: Expander | None = None) -> tuple[Expander, list]:
   """Trains (or resumes) the scorer in WORKDIR/expansion on the answerable training questions with
   recorded evidence; `val_f1(scores_of)` is the validation F1 of reading the chunks that the
-  per-record scores `scores_of(records)` choose. Returns the best-by-validation-F1 scorer and the
+  per-record scores `scores_of(records)` choose. With `first` (the first scorer), the second hop's
+  scorer in WORKDIR/expansion_second, its query's chunk each question's top chunk by `first`
+  (`scores_of` then gives second-hop scores). Returns the best-by-validation-F1 scorer and the
   history."""
-  c, spec = config, ExpansionSpec.of(config)
+  c, spec = config, ExpansionSpec.of(config, second=first is not None)
   t = spec.train(config)
   p = c.pages
   every = [r for s in ("train", "validation", "test") for r in splits.get(s, [])]
-  features = Features(setup, config, spec, every)
-  train = [r for r in splits["train"] if r.get("answerable", True) and not r.get("probe")]
-  held = evidence_of(setup.tokenizer, train, p.chunk_tokens, p.chunk_overlap)
-  train = [r for r, h in zip(train, held) if h]
-  held = [h for h in held if h]
-  val = [r for r in splits["validation"] if r.get("answerable", True) and not r.get("probe")]
-  val_held = evidence_of(setup.tokenizer, val, p.chunk_tokens, p.chunk_overlap)
-  val, val_held = [r for r, h in zip(val, val_held) if h], [h for h in val_held if h]
+  features = Features(setup, config, spec, every, follow=first is not None)
+  firsts_of = (lambda records: tops(first.scores(records))) if first is not None else (lambda records: None)
+  train, held = labelled(setup, splits["train"], p, firsts_of)
+  val, val_held = labelled(setup, splits["validation"], p, firsts_of)
+  train_firsts, val_firsts = firsts_of(train), firsts_of(val)
+  pick = lambda firsts, rows: None if firsts is None else [firsts[i] for i in rows]
   if not restore_only:
     features.document_pages([r["document"] for r in every])
   d = setup.lm.cfg.hidden_size
@@ -284,19 +329,37 @@ def fit(setup, config, workdir: Path, splits: dict, val_f1, restore_only: bool =
   lm_graphdef, lm_state = nnx.split(setup.lm)
 
   def val_loss(params):
-    return train_lib.validation_loss(lambda b: eval_ce(params, graphdef, lm_graphdef, lm_state, b),
-                                     lambda rows: features.batch([val[i] for i in rows], [val_held[i] for i in rows]),
-                                     len(val), t.batch_size, setup.mesh)
+    return train_lib.validation_loss(
+        lambda b: eval_ce(params, graphdef, lm_graphdef, lm_state, b),
+        lambda rows: features.batch([val[i] for i in rows], [val_held[i] for i in rows], pick(val_firsts, rows)),
+        len(val), t.batch_size, setup.mesh)
 
   def f1(params):
-    return val_f1(Expander(features, graphdef, params, t.batch_size).scores)
+    scorer = Expander(features, graphdef, params, t.batch_size)
+    return val_f1(lambda records: scorer.scores(records, firsts_of(records)))
 
-  folder = Path(workdir) / FOLDER
+  folder = Path(workdir) / (FOLDER if first is None else SECOND_FOLDER)
   best, history = train_lib.fine_tune(
       t, folder, setup.lm, graphdef, params, rows=len(train),
-      batch_of=lambda rows: features.batch([train[i] for i in rows], [held[i] for i in rows]), loss_fn=loss_fn,
-      val_loss=val_loss, val_f1=f1, mesh=setup.mesh, fingerprint=train_lib.fingerprint(c, FINGERPRINT_FIELDS),
-      eval_at_start=True, name="expansion scorer", restore_only=restore_only)
+      batch_of=lambda rows: features.batch([train[i] for i in rows], [held[i] for i in rows],
+                                           pick(train_firsts, rows)),
+      loss_fn=loss_fn, val_loss=val_loss, val_f1=f1, mesh=setup.mesh,
+      fingerprint=train_lib.fingerprint(c, FINGERPRINT_FIELDS), eval_at_start=True,
+      name="expansion scorer" if first is None else "second-hop scorer", restore_only=restore_only)
   if not restore_only and jax.process_index() == 0:
     (folder / "history.json").write_text(json.dumps(history, indent=1) + "\n")
   return Expander(features, graphdef, best, t.batch_size), history
+
+
+def labelled(setup, records: list[dict], p, firsts_of) -> tuple[list[dict], list[list[int]]]:
+  """The answerable records of a split with recorded evidence, and their labels: the evidence
+  chunks, less each record's first chunk where `firsts_of(records)` gives them (a record left
+  with none is dropped)."""
+  rows = [r for r in records if r.get("answerable", True) and not r.get("probe")]
+  held = evidence_of(setup.tokenizer, rows, p.chunk_tokens, p.chunk_overlap)
+  rows, held = [r for r, h in zip(rows, held) if h], [h for h in held if h]
+  firsts = firsts_of(rows)
+  if firsts is not None:
+    held = [[c for c in h if c != f] for h, f in zip(held, firsts)]
+    rows, held = [r for r, h in zip(rows, held) if h], [h for h in held if h]
+  return rows, held

@@ -148,8 +148,9 @@ def validate(config) -> None:
     if "expansion" not in config:
       raise ConfigError("references.readers", f"{scored[0]!r} needs the scorer's `expansion` block (as `long` has)")
     require(config, "expansion.index", lambda v: v in expansion.INDEXES, f"one of {expansion.INDEXES}")
-    require(config, "expansion.question_layers", lambda v: tuple_of(None, int_at_least(0))(v) and len(v) > 0,
-            "a non-empty tuple of LM layer indices (0: the embedding output)")
+    for field in ("question_layers",) + (("second_layers",) if expansion.learned_second(config) else ()):
+      require(config, f"expansion.{field}", lambda v: tuple_of(None, int_at_least(0))(v) and len(v) > 0,
+              "a non-empty tuple of LM layer indices (0: the embedding output)")
     for field in ("dim", "epochs", "batch_size"):
       require_int(config, f"expansion.{field}", 1)
     require_int(config, "expansion.eval_every", 0, "0: after each epoch")

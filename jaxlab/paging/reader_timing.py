@@ -10,7 +10,8 @@ questions (one per document), after an untimed pass that compiles every program:
 - `expanded`: the scorer (the question's LM states, the chunks' keys, the scores), then the
   answer from its chunks;
 - `iterative`: the scorer, `expanded`'s answer where it is the second query (the draft), BM25 of
-  the second query over the chunks, then the answer from the scorer's top chunk and that best;
+  the second query over the chunks (or the trained second hop's scores given the top chunk), then
+  the answer from the scorer's top chunk and that best;
 - `paged`, `hybrid`: the scorer, the pages of the chunks it picks (the frozen LM and the encoder
   over those chunks only), then the pager's answer and its sufficiency head.
 The oracle is not timed (it reads the labels). `ratio_<system>`: the text buffer's mean seconds
@@ -31,12 +32,12 @@ FILE = "timing.json"
 
 
 def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=None,
-            trained: dict | None = None, second_round=None) -> dict:
+            trained: dict | None = None, second_round=None, second=None) -> dict:
   """timing.json of a `references` run: {"ids", "text_buffer": its rule's name, "systems": {name:
   {"wall_s", "cpu_s"}: seconds per question}}; `read` the mode's text reader
   (`references.read`), `chooser` the trained `expansion.Expander`, `trained` {reader: its
   trained pager} (`hybrid.fit`), `second_round` the iterative reader's scores
-  (`references.iterative_scores`)."""
+  (`references.iterative_scores`), `second` its trained second hop, if any."""
   c = config
   one = config.copy_and_resolve_references()
   one.eval.batch_size = 1
@@ -51,14 +52,16 @@ def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=
   readers = tuple(c.references.readers)
   if "retrieval" in readers:
     systems["retrieval"] = lambda r: read(setup, one, [r], "retrieval", tb, batch_size=1)
-  scorer = chooser and expansion.Expander(chooser.features, chooser.graphdef, chooser.params, 1)
+  scorer = chooser and chooser.one_at_a_time()
+  hop = second and second.one_at_a_time()
   if "expanded" in readers:
     systems["expanded"] = lambda r: read(setup, one, [r], "expanded", tb, scorer.scores([r]), batch_size=1)
   if "iterative" in readers:
     def iterative(r):
       first = scorer.scores([r])
       draft = read(setup, one, [r], "expanded", tb, first, batch_size=1)["answers"] if drafts else None
-      return read(setup, one, [r], "iterative", tb, second_round(setup.tokenizer, one, [r], first, draft), batch_size=1)
+      return read(setup, one, [r], "iterative", tb, second_round(setup.tokenizer, one, [r], first, draft, hop),
+                  batch_size=1)
     drafts = expansion.needs_draft(c)
     systems["iterative"] = iterative
   for reader in [r for r in readers if r in hybrid.READERS]:

@@ -15,7 +15,9 @@ context, all answered by the frozen LM with the answer settings shared with the 
   bridge entity, which the question does not): with `expansion.second_query = "draft"`, the answer
   the `expanded` reader drafted from the scorer's chunks (ITER-RETGEN's retrieve, draft, retrieve
   again); with `"bridge"`, the top chunk's words that the question does not use (the entities
-  beside the subject); with no query (an abstention) or no match, the scorer's next chunk;
+  beside the subject); with no query (an abstention) or no match, the scorer's next chunk; with
+  `"learned"`, not BM25 but a second trained scorer whose query is the question followed by the
+  top chunk (`expansion`'s second hop: a multi-hop dense retriever's);
 - `oracle`: the chunks that hold the question's evidence (one per evidence sentence) read as text,
   the ceiling of reading the right text; an unanswerable question has none, and the oracle then
   reads what `retrieval` reads.
@@ -84,12 +86,17 @@ def _chunk_texts(document: str, offsets, spans) -> list[str]:
   return [document[offsets[s][0]:offsets[e - 1][1]] for s, e in spans]
 
 
-def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.ndarray], drafts: list[str] | None) -> list:
+def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.ndarray], drafts: list[str] | None,
+                     second=None) -> list:
   """Per record, the `iterative` reader's chunk scores (`retrieval.second_round`): the scorer's
   top chunk, then the chunks by BM25 of the second query (`expansion.second_query`): the draft
   answer (`drafts`: the `expanded` reader's; an abstention drafts nothing), or the top chunk's
-  words that the question does not use."""
+  words that the question does not use; or by `second` (the trained second hop, an
+  `expansion.Expander`) given the top chunk."""
   c, out = config, []
+  if expansion.second_query(c) == "learned":
+    return [retrieval.second_round(first, hop)
+            for first, hop in zip(scores, second.scores(records, expansion.tops(scores)))]
   for i, (r, first) in enumerate(zip(records, scores)):
     enc = tokenizer.encode(r["document"])
     spans = chunk_spans(len(enc.ids), c.pages.chunk_tokens, c.pages.chunk_overlap)
@@ -156,9 +163,9 @@ def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb, sc
   return {"answers": answers, "confidence": conf.tolist()}
 
 
-def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None) -> dict:
+def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None, second=None) -> dict:
   """Every reference's answers on `records`: {system: {"answers", "confidence"}}; `expanded`: the
-  `expanded` reader's chunk scores per record."""
+  `expanded` reader's chunk scores per record; `second`: the trained second hop, if any."""
   notes = setup.text_buffer(records, keep="bm25")
   notes.buffer_ids([r["document"] for r in records])   # every rule reads these notes
   out = {}
@@ -170,15 +177,16 @@ def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None) ->
     if reader == "iterative":
       drafts = out["expanded"]["answers"] if expansion.needs_draft(config) else None
       out[reader] = read(setup, config, records, reader, notes,
-                         iterative_scores(setup.tokenizer, config, records, expanded, drafts))
+                         iterative_scores(setup.tokenizer, config, records, expanded, drafts, second))
     elif reader in TEXT_READERS:
       out[reader] = read(setup, config, records, reader, notes, expanded if reader == "expanded" else None)
   return out
 
 
 def expander(setup: pipeline.Setup, config, workdir: Path, splits: dict):
-  """The `expanded` reader's trained scorer (`expansion.fit`), chosen by the validation F1 of the
-  frozen LM reading the chunks it picks."""
+  """(the `expanded` reader's trained scorer (`expansion.fit`), chosen by the validation F1 of the
+  frozen LM reading the chunks it picks; the iterative reader's trained second hop, chosen by its
+  validation F1, or None where its second query is not learned)."""
   val = [r for r in splits["validation"] if not r.get("probe")]
   answerer = setup.text_buffer(val[:1])
 
@@ -186,7 +194,17 @@ def expander(setup: pipeline.Setup, config, workdir: Path, splits: dict):
     got = read(setup, config, val, "expanded", answerer, scores_of(val))
     return train_lib.mean_f1(got["answers"], val)
 
-  return expansion.fit(setup, config, workdir, splits, val_f1)[0]
+  first = expansion.fit(setup, config, workdir, splits, val_f1)[0]
+  if not expansion.learned_second(config):
+    return first, None
+  first_val = first.scores(val)
+
+  def iterative_f1(scores_of):
+    second = scores_of(val)   # each record's first chunk comes from the same `first`
+    scores = [retrieval.second_round(f, h) for f, h in zip(first_val, second)]
+    return train_lib.mean_f1(read(setup, config, val, "iterative", answerer, scores)["answers"], val)
+
+  return first, expansion.fit(setup, config, workdir, splits, iterative_f1, first=first)[0]
 
 
 def document_stats(tokenizer, records: list[dict], chunk_tokens: int, overlap: int, window: int) -> dict:
@@ -208,13 +226,14 @@ def run(config, workdir: Path):
   splits = data.load(data.DataSpec.of(config), workdir,
                      splits=("train", "validation", "test") if scoring else ("validation", "test"))
   records = {s: [r for r in splits[s] if not r.get("probe")] for s in splits}
-  chooser = expander(setup, config, workdir, splits) if scoring else None
+  chooser, second = expander(setup, config, workdir, splits) if scoring else (None, None)
   paged = [r for r in readers if r in hybrid.READERS]
   scored = {s: chooser.scores(records[s]) if chooser else None for s in records if s != "train" or paged}
-  answered = {s: answer(setup, config, records[s], scored[s]) for s in ("validation", "test")}
+  answered = {s: answer(setup, config, records[s], scored[s], second) for s in ("validation", "test")}
   text_scored = lambda s: {
       **({"expanded": scored[s]} if "expanded" in readers else {}),
-      **({"iterative": iterative_scores(setup.tokenizer, c, records[s], scored[s], answered[s]["expanded"]["answers"])}
+      **({"iterative": iterative_scores(setup.tokenizer, c, records[s], scored[s],
+                                        answered[s].get("expanded", {}).get("answers"), second)}
          if "iterative" in readers else {})}
   read_by = lambda s: {
       **evidence_read(setup.tokenizer, records[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
@@ -235,7 +254,7 @@ def run(config, workdir: Path):
               for i, r in enumerate(records["validation"])]
   rule, _ = chosen_buffer(val_rows, systems, c.bar.coverage)
   timed = reader_timing.measure(setup, config, records["test"][:c.eval.latency_questions], rule, read, chooser,
-                                trained, iterative_scores)
+                                trained, iterative_scores, second)
   if jax.process_index() != 0:
     return None
   for split, name in (("validation", "validation.jsonl"), ("test", "predictions.jsonl")):
