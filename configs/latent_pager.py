@@ -368,7 +368,7 @@ def long():
   # layers (0: the embeddings), maps to `dim`, its own epochs, batch and rate; evaluated every
   # `eval_every` steps (0: each epoch) by validation F1, the best kept. Index, layers and rate were
   # chosen on `long`'s validation evidence recall (docs/latent_pager.md).
-  c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), dim=64, epochs=24,
+  c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), key_layers=(0, 2), dim=64, epochs=24,
                                                batch_size=32, learning_rate=1e-2, eval_every=50,
                                                # The `paged` and `hybrid` readers (jaxlab/paging/hybrid.py):
                                                # the pages of the top 12 chunks (192 soft tokens, the text

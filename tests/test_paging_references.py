@@ -292,3 +292,26 @@ def test_references_mode_needs_a_rule(tmp_path):
                     experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"config\.expansion\.hybrid_page_chunks.*window of 256"):
     config_lib.load("configs/latent_pager.py:long", ["--config.expansion.hybrid_page_chunks=20"], experiment.validate)
+
+
+def test_state_keys_are_the_lms_states_of_each_chunk_read_alone(finished):
+  config, workdir = finished
+  setup = pipeline.Setup(config, workdir)
+  records = data.load(data.DataSpec.of(config), workdir, splits=("test",))["test"][:2]
+  states = config.copy_and_resolve_references()
+  states.expansion.index, states.expansion.key_layers = "states", (0, 2)
+  features = expansion.Features(setup, states, expansion.ExpansionSpec.of(states), records)
+  batch = features.batch(records)
+  d = setup.lm.cfg.hidden_size
+  for i, r in enumerate(records):
+    chunks = setup.store.chunks(r["document"])
+    assert batch["page_mask"][i].sum() == len(chunks)
+    last = chunks[-1]
+    ids = np.full((1, config.pages.chunk_tokens), setup.pad, np.int32)
+    ids[0, :len(last)] = last
+    _, want = setup.lm(ids, np.arange(ids.shape[1])[None] < len(last), hidden_layers=(0, 2))
+    got = batch["pages"][i, len(chunks) - 1]
+    assert got.shape == (config.pages.chunk_tokens, 2 * d)
+    assert batch["key_mask"][i, len(chunks) - 1].sum() == len(last) and not batch["key_mask"][i, len(chunks):].any()
+    np.testing.assert_allclose(got[:len(last)], np.concatenate([np.asarray(w[0]) for w in want], -1)[:len(last)],
+                               rtol=1e-4, atol=1e-4)   # one program against another: a stated tolerance

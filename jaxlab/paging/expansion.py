@@ -6,7 +6,10 @@ keys are made once and every question on it only scores them:
 - `tokens`: the chunk's tokens through the frozen LM's input embedding table (its own embeddings;
   the index is the chunk's token ids);
 - `pages`: the chunk's pages from the page encoder `pager.encoder` with its shipped pretrained
-  weights (`pager.init`; fresh ones when it is ""), `slots_per_chunk` vectors per chunk.
+  weights (`pager.init`; fresh ones when it is ""), `slots_per_chunk` vectors per chunk;
+- `states`: the frozen LM's states of the chunk's tokens, the chunk read alone, at
+  `expansion.key_layers` (concatenated): contextual token keys, as ColBERT's are, where a name's
+  key can carry the sentence it stands in.
 
 **Query.** The frozen LM's states of the question's tokens (the question alone) at
 `expansion.question_layers` (Hugging Face indices: 0 is the embedding output), concatenated.
@@ -61,7 +64,7 @@ SECOND_FOLDER = "expansion_second"
 FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "expansion", "train", "prompts", "text_buffer")
 
 
-INDEXES = ("tokens", "pages")
+INDEXES = ("tokens", "pages", "states")
 SECOND_QUERIES = ("draft", "bridge", "learned")   # the iterative reader's second query (`references.iterative_scores`)
 
 
@@ -110,12 +113,13 @@ def _unit(x):
 
 
 def scores_of(params, graphdef, lm_graphdef, lm_state, batch):
-  """(B, P) chunk scores of a batch: keys from its `pages`, or from its `chunk_ids` through the
-  frozen LM's input embedding table (projected once, then gathered)."""
+  """(B, P) chunk scores of a batch: keys from its `pages` (with their `key_mask` where some are
+  padding), or from its `chunk_ids` through the frozen LM's input embedding table (projected
+  once, then gathered)."""
   scorer = nnx.merge(graphdef, params)
   if "pages" in batch:
     keys = scorer.keys(batch["pages"])
-    key_mask = jnp.broadcast_to(batch["page_mask"][..., None], keys.shape[:-1])
+    key_mask = batch.get("key_mask", jnp.broadcast_to(batch["page_mask"][..., None], keys.shape[:-1]))
   else:
     lm = nnx.merge(lm_graphdef, jax.lax.stop_gradient(lm_state))
     keys, key_mask = scorer.keys(lm.model.embed_tokens.embedding[...])[batch["chunk_ids"]], batch["chunk_mask"]
@@ -181,13 +185,14 @@ class Features:
 
   def __init__(self, setup, config, spec: ExpansionSpec, records: list[dict], follow: bool = False):
     self.setup, self.spec = setup, spec
-    self.encoder = page_encoder(setup, config) if spec.index == "pages" else None
+    self.encoder = {"pages": page_encoder, "states": state_encoder}.get(spec.index, lambda *a: None)(setup, config)
     self._chunks: dict[str, list[list[int]]] = {}
     self.max_pages = max(len(self.chunks(d)) for d in {r["document"] for r in records})
     self.question_width = max(len(setup.tokenizer.encode(r["question"]).ids) for r in records)
     follows = setup.store.settings.chunk_tokens if follow else 0
     self.width = -(-(self.question_width + follows) // 8) * 8
     self.pages: dict[str, np.ndarray] = {}
+    self.key_masks: dict[str, np.ndarray] = {}   # per document (chunks, C): a `states` key's token is real
     lm_graphdef, lm_state = nnx.split(setup.lm)
     layers = spec.question_layers
 
@@ -205,23 +210,27 @@ class Features:
     return self._chunks[document]
 
   def document_pages(self, documents: list[str]) -> None:
-    """Pages of every document not made yet, `pages.batch_size` chunks per call (with `pages` keys)."""
+    """Keys of every document not made yet, `pages.batch_size` chunks per call (with `pages` or
+    `states` keys)."""
     if self.encoder is None:
       return
     missing = [d for d in dict.fromkeys(documents) if d not in self.pages]
     per_doc = [self.chunks(d) for d in missing]
     flat = [c for chunks in per_doc for c in chunks]
     settings = self.setup.store.settings
-    out = []
-    for s in tqdm(range(0, len(flat), settings.batch_size), desc="expansion pages", unit="batch", leave=False,
-                  disable=len(flat) <= settings.batch_size or jax.process_index() != 0):
+    out, masks = [], []
+    for s in tqdm(range(0, len(flat), settings.batch_size), desc=f"expansion {self.spec.index}", unit="batch",
+                  leave=False, disable=len(flat) <= settings.batch_size or jax.process_index() != 0):
       part = flat[s:s + settings.batch_size]
       ids, mask = pages.chunk_batch(part, settings.chunk_tokens, settings.batch_size, self.setup.pad)
       out.append(np.asarray(self.encoder(ids, mask))[:len(part)])
+      masks.append(mask[:len(part)])
     made = np.concatenate(out) if out else None
+    made_masks = np.concatenate(masks) if masks else None
     offsets = np.cumsum([0] + [len(c) for c in per_doc])
     for i, d in enumerate(missing):
       self.pages[d] = made[offsets[i]:offsets[i + 1]]
+      self.key_masks[d] = made_masks[offsets[i]:offsets[i + 1]]
 
   def batch(self, records: list[dict], targets: list[list[int]] | None = None,
             firsts: list[int] | None = None) -> dict:
@@ -235,6 +244,9 @@ class Features:
       self.document_pages([r["document"] for r in records])
       states, page_mask = pages.batch_pages([self.pages[r["document"]] for r in records], self.max_pages)
       keys = {"pages": states, "page_mask": page_mask}
+      if self.spec.index == "states":
+        masks, _ = pages.batch_pages([self.key_masks[r["document"]][..., None] for r in records], self.max_pages)
+        keys["key_mask"] = masks[..., 0] > 0
     rows = [self.setup.tokenizer.encode(r["question"]).ids[:self.question_width] for r in records]
     if firsts is not None:
       rows = [(row + self.chunks(r["document"])[f])[:self.width] for row, r, f in zip(rows, records, firsts)]
@@ -267,6 +279,22 @@ def page_encoder(setup, config):
     return got[:, 0]
 
   return lambda ids, mask: encode(params, lm_state, jnp.asarray(ids), jnp.asarray(mask))
+
+
+def state_encoder(setup, config):
+  """chunk ids (N, C), mask (N, C) -> the frozen LM's states of each chunk's tokens (N, C, D x
+  layers) at `expansion.key_layers`, each chunk read alone."""
+  lm_graphdef, lm_state = nnx.split(setup.lm)
+  layers = tuple(config.expansion.key_layers)
+  if max(layers) > config_layers(config):
+    raise ConfigError("expansion.key_layers", f"{layers}: {config.model.path} has layers 0-{config_layers(config)}")
+
+  @jax.jit
+  def encode(lm_state, ids, mask):
+    _, states = nnx.merge(lm_graphdef, lm_state)(ids, mask, hidden_layers=layers)
+    return jnp.concatenate(states, axis=-1).astype(jnp.float32)
+
+  return lambda ids, mask: encode(lm_state, jnp.asarray(ids), jnp.asarray(mask))
 
 
 def evidence_of(tokenizer, records: list[dict], chunk_tokens: int, overlap: int) -> list[list[int]]:
@@ -325,7 +353,8 @@ def fit(setup, config, workdir: Path, splits: dict, val_f1, restore_only: bool =
   if not restore_only:
     features.document_pages([r["document"] for r in every])
   d = setup.lm.cfg.hidden_size
-  graphdef, params = nnx.split(Scorer(len(spec.question_layers) * d, d, spec.dim, rngs=nnx.Rngs(t.seed)))
+  d_key = d * (len(c.expansion.key_layers) if spec.index == "states" else 1)
+  graphdef, params = nnx.split(Scorer(len(spec.question_layers) * d, d_key, spec.dim, rngs=nnx.Rngs(t.seed)))
   lm_graphdef, lm_state = nnx.split(setup.lm)
 
   def val_loss(params):

@@ -148,7 +148,9 @@ def validate(config) -> None:
     if "expansion" not in config:
       raise ConfigError("references.readers", f"{scored[0]!r} needs the scorer's `expansion` block (as `long` has)")
     require(config, "expansion.index", lambda v: v in expansion.INDEXES, f"one of {expansion.INDEXES}")
-    for field in ("question_layers",) + (("second_layers",) if expansion.learned_second(config) else ()):
+    layered = ("question_layers",) + (("second_layers",) if expansion.learned_second(config) else ()) + (
+        ("key_layers",) if config.expansion.index == "states" else ())
+    for field in layered:
       require(config, f"expansion.{field}", lambda v: tuple_of(None, int_at_least(0))(v) and len(v) > 0,
               "a non-empty tuple of LM layer indices (0: the embedding output)")
     for field in ("dim", "epochs", "batch_size"):
