@@ -314,4 +314,4 @@ def test_state_keys_are_the_lms_states_of_each_chunk_read_alone(finished):
     assert got.shape == (config.pages.chunk_tokens, 2 * d)
     assert batch["key_mask"][i, len(chunks) - 1].sum() == len(last) and not batch["key_mask"][i, len(chunks):].any()
     np.testing.assert_allclose(got[:len(last)], np.concatenate([np.asarray(w[0]) for w in want], -1)[:len(last)],
-                               rtol=1e-4, atol=1e-4)   # one program against another: a stated tolerance
+                               rtol=1e-3, atol=1e-3)   # kept in float16 (11 bits), another program

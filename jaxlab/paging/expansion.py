@@ -8,8 +8,8 @@ keys are made once and every question on it only scores them:
 - `pages`: the chunk's pages from the page encoder `pager.encoder` with its shipped pretrained
   weights (`pager.init`; fresh ones when it is ""), `slots_per_chunk` vectors per chunk;
 - `states`: the frozen LM's states of the chunk's tokens, the chunk read alone, at
-  `expansion.key_layers` (concatenated): contextual token keys, as ColBERT's are, where a name's
-  key can carry the sentence it stands in.
+  `expansion.key_layers` (concatenated), kept in float16: contextual token keys, as ColBERT's
+  are, where a name's key can carry the sentence it stands in.
 
 **Query.** The frozen LM's states of the question's tokens (the question alone) at
 `expansion.question_layers` (Hugging Face indices: 0 is the embedding output), concatenated.
@@ -193,6 +193,9 @@ class Features:
     self.width = -(-(self.question_width + follows) // 8) * 8
     self.pages: dict[str, np.ndarray] = {}
     self.key_masks: dict[str, np.ndarray] = {}   # per document (chunks, C): a `states` key's token is real
+    # A chunk's token states are many (C per chunk, not a few pages): kept in float16, half the
+    # memory; the scorer reads them in float32.
+    self.stored = np.float16 if spec.index == "states" else np.float32
     lm_graphdef, lm_state = nnx.split(setup.lm)
     layers = spec.question_layers
 
@@ -223,7 +226,7 @@ class Features:
                   leave=False, disable=len(flat) <= settings.batch_size or jax.process_index() != 0):
       part = flat[s:s + settings.batch_size]
       ids, mask = pages.chunk_batch(part, settings.chunk_tokens, settings.batch_size, self.setup.pad)
-      out.append(np.asarray(self.encoder(ids, mask))[:len(part)])
+      out.append(np.asarray(self.encoder(ids, mask))[:len(part)].astype(self.stored))
       masks.append(mask[:len(part)])
     made = np.concatenate(out) if out else None
     made_masks = np.concatenate(masks) if masks else None
