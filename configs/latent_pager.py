@@ -364,11 +364,12 @@ def long():
   c.references.update(dict(keep=("", "last", "bm25"),
                            readers=("retrieval", "expanded", "iterative", "oracle", "paged", "hybrid")))
   # The `expanded` reader's scorer (jaxlab/paging/expansion.py): `index`, the keys of a chunk
-  # ("tokens": its tokens' LM input embeddings; "pages": its pages), question states at these LM
-  # layers (0: the embeddings), maps to `dim`, its own epochs, batch and rate; evaluated every
-  # `eval_every` steps (0: each epoch) by validation F1, the best kept. Index, layers and rate were
-  # chosen on `long`'s validation evidence recall (docs/latent_pager.md).
-  c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), key_layers=(0, 2), dim=64, epochs=24,
+  # ("tokens": its tokens' LM input embeddings; "pages": its pages; "states": the LM's states of its
+  # tokens at `key_layers`), question states at these LM layers (0: the embeddings), maps to `dim`,
+  # its own epochs, batch and rate; evaluated every `eval_every` steps (0: each epoch) by validation
+  # F1, the best kept. Index, layers and rate were chosen on `long`'s validation evidence recall and
+  # F1 (docs/latent_pager.md).
+  c.expansion = ml_collections.ConfigDict(dict(index="tokens", question_layers=(0,), key_layers=(), dim=64, epochs=24,
                                                batch_size=32, learning_rate=1e-2, eval_every=50,
                                                # The `paged` and `hybrid` readers (jaxlab/paging/hybrid.py):
                                                # the pages of the top 12 chunks (192 soft tokens, the text
@@ -379,11 +380,12 @@ def long():
                                                pager_epochs=6, pager_questions_per_document=1,
                                                # The `iterative` reader's second query: "draft" (the
                                                # expanded reader's answer), "bridge" (the top
-                                               # chunk's words the question does not use; 0.212
-                                               # against the draft's 0.308 on validation F1) or
+                                               # chunk's words the question does not use) or
                                                # "learned" (a second scorer over the question and
-                                               # the top chunk, its query at `second_layers`).
-                                               second_query="draft", second_layers=(0, 4)))
+                                               # the top chunk, its query at `second_layers`);
+                                               # validation F1 0.308, 0.212, 0.238 (second_layers
+                                               # (0, 4)). Empty layers: unused.
+                                               second_query="draft", second_layers=()))
   return c
 
 
