@@ -97,6 +97,12 @@ def test_expansion_config_errors_name_the_field():
                                                       "--config.references.readers=('expanded',)"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"expansion\.index"):
     config_lib.load("configs/latent_pager.py:long", ["--config.expansion.index=words"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"expansion\.key_layers"):     # state keys name their layers
+    config_lib.load("configs/latent_pager.py:long", ["--config.expansion.index=states"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"expansion\.second_layers"):  # so does a learned second hop
+    config_lib.load("configs/latent_pager.py:long", ["--config.expansion.second_query=learned"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"expansion\.second_query"):
+    config_lib.load("configs/latent_pager.py:long", ["--config.expansion.second_query=guess"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"pager\.encoder"):
     config_lib.load("configs/latent_pager.py:long_smoke", ["--config.expansion.index=pages",
                                                            "--config.pager.encoder=pooled", "--config.pager.depth=1"],
