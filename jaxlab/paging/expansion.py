@@ -349,9 +349,8 @@ def fit(setup, config, workdir: Path, splits: dict, val_f1, restore_only: bool =
   every = [r for s in ("train", "validation", "test") for r in splits.get(s, [])]
   features = Features(setup, config, spec, every, follow=first is not None)
   firsts_of = (lambda records: tops(first.scores(records))) if first is not None else (lambda records: None)
-  train, held = labelled(setup, splits["train"], p, firsts_of)
-  val, val_held = labelled(setup, splits["validation"], p, firsts_of)
-  train_firsts, val_firsts = firsts_of(train), firsts_of(val)
+  train, held, train_firsts = labelled(setup, splits["train"], p, firsts_of)
+  val, val_held, val_firsts = labelled(setup, splits["validation"], p, firsts_of)
   pick = lambda firsts, rows: None if firsts is None else [firsts[i] for i in rows]
   if not restore_only:
     features.document_pages([r["document"] for r in every])
@@ -383,15 +382,16 @@ def fit(setup, config, workdir: Path, splits: dict, val_f1, restore_only: bool =
   return Expander(features, graphdef, best, t.batch_size), history
 
 
-def labelled(setup, records: list[dict], p, firsts_of) -> tuple[list[dict], list[list[int]]]:
-  """The answerable records of a split with recorded evidence, and their labels: the evidence
-  chunks, less each record's first chunk where `firsts_of(records)` gives them (a record left
-  with none is dropped)."""
+def labelled(setup, records: list[dict], p, firsts_of) -> tuple[list[dict], list[list[int]], list[int] | None]:
+  """The answerable records of a split with recorded evidence, their labels (the evidence chunks,
+  less each record's first chunk where `firsts_of(records)` gives them; a record left with none
+  is dropped) and those first chunks (None without them)."""
   rows = [r for r in records if r.get("answerable", True) and not r.get("probe")]
   held = evidence_of(setup.tokenizer, rows, p.chunk_tokens, p.chunk_overlap)
   rows, held = [r for r, h in zip(rows, held) if h], [h for h in held if h]
   firsts = firsts_of(rows)
   if firsts is not None:
     held = [[c for c in h if c != f] for h, f in zip(held, firsts)]
-    rows, held = [r for r, h in zip(rows, held) if h], [h for h in held if h]
-  return rows, held
+    kept = [i for i, h in enumerate(held) if h]
+    rows, held, firsts = [rows[i] for i in kept], [held[i] for i in kept], [firsts[i] for i in kept]
+  return rows, held, firsts
