@@ -3,6 +3,7 @@
   jaxlab run configs/lm_pretrain.py:smoke --workdir checkpoints/lm_pretrain_smoke   # seconds
   jaxlab run configs/lm_pretrain.py:cpu --workdir checkpoints/lm_pretrain_cpu       # the 2-core recipe
   jaxlab run configs/lm_pretrain.py:gpu --workdir checkpoints/lm_pretrain_gpu       # accelerators (FSDP)
+  jaxlab run configs/lm_pretrain.py:wordings --workdir DIR      # `cpu`, questions in three wordings
   jaxlab run configs/lm_pretrain.py:cpu --workdir DIR --config.stop_after=500       # a job time limit
   srun jaxlab run configs/lm_pretrain.py:gpu --workdir /shared/DIR --distributed    # several hosts:
                                                                # launch/slurm_example.sh, docs/scaling.md
@@ -41,7 +42,8 @@ def cpu():
       # (share of the steps, seq_len, fewest words per window, most words per window)
       stages=((0.4, 64, 8, 28), (0.4, 128, 24, 72), (0.2, 256, 64, 160)),
       kinds=("qa", "fact_qa", "qa", "extract", "qa", "fact_qa"),   # cycled: 1/2 qa, 1/3 fact_qa, 1/6 extract
-      questions_per_window=6, context_loss_weight=0.3, distractor_ratio=0.5))
+      questions_per_window=6, context_loss_weight=0.3, distractor_ratio=0.5,
+      train_wordings=1))        # training questions worded by the first k of lexicon.TRAINING_WORDINGS
   c.model = ml_collections.ConfigDict(dict(
       hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4,
       num_key_value_heads=2, head_dim=32, rope_theta=10000.0, tie_word_embeddings=True,
@@ -82,5 +84,14 @@ def smoke():
   return c
 
 
+def wordings():
+  """`cpu` whose training questions are worded by all three training wordings (drawn per
+  question; the same windows, questions and answers): what a reworded question costs the base model
+  is measured on the held-out wording beside the canonical one."""
+  c = cpu()
+  c.data.train_wordings = 3
+  return c
+
+
 def get_config(arg=""):
-  return select(arg, {"cpu": cpu, "repro": cpu, "gpu": gpu, "smoke": smoke})
+  return select(arg, {"cpu": cpu, "repro": cpu, "gpu": gpu, "smoke": smoke, "wordings": wordings})

@@ -224,9 +224,23 @@ def test_training_wordings_are_drawn_per_training_question_and_change_nothing_el
       assert list(L.generate_qa(vcfg, split, 8)) == list(L.generate_qa(cfg, split, 8))
       held = L.LongDocQAConfig(**{**vcfg.__dict__, "question_wording": "held_out"})
       assert all(_match(r["question"], ("held_out",)) for r in L.generate_qa(held, split, 8))
+  # The base model's corpus: the same windows, questions and answers, each question worded anew.
   pretrain = L.LongDocQAConfig(name="pt", corpus="pretrain", window_tokens=200, questions_per_window=3)
-  assert (list(L.generate_pretrain(L.LongDocQAConfig(**{**pretrain.__dict__, "train_wordings": 3}), "train", 6))
-          == list(L.generate_pretrain(pretrain, "train", 6)))
+  canonical = list(L.generate_pretrain(pretrain, "train", 12))
+  varied = list(L.generate_pretrain(L.LongDocQAConfig(**{**pretrain.__dict__, "train_wordings": 3}), "train", 12))
+  assert _without_question(varied) == _without_question(canonical)
+  used = collections.Counter()
+  for a, b in zip(canonical, varied, strict=True):
+    pairs = list(zip(a["question"].split("\n"), b["question"].split("\n"), strict=True))
+    assert len(pairs) == (3 if a["kind"] in ("qa", "fact_qa") else 1)
+    for q, w in pairs:
+      if q:
+        wording, *asked = _match(w, lx.TRAINING_WORDINGS)
+        assert tuple(asked) == _parse(q, "train")
+        used[wording] += 1
+  assert set(used) == set(lx.TRAINING_WORDINGS) and min(used.values()) >= 4, used
+  assert (list(L.generate_pretrain(L.LongDocQAConfig(**{**pretrain.__dict__, "train_wordings": 3}), "test", 4))
+          == list(L.generate_pretrain(pretrain, "test", 4)))
   with pytest.raises(ValueError, match="train_wordings"):
     list(L.generate_qa(L.LongDocQAConfig(**{**cfg.__dict__, "train_wordings": 4}), "train", 1))
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from jaxlab.core import checkpoint, config as config_lib, train as train_lib
+from jaxlab.core import checkpoint, config as config_lib, report as report_lib, train as train_lib
 from jaxlab.data import long_doc_qa, squad
 from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import data as pretrain_data, experiment, train as pretrain
@@ -121,14 +121,26 @@ def test_normalize_is_squad_style():
   assert squad.normalize("1856") != squad.normalize("1857")
 
 
-def test_jaxlab_run_smoke_end_to_end(tmp_path):
+def test_jaxlab_run_smoke_end_to_end(tmp_path, capsys):
   workdir = tmp_path / "run"
-  assert launch.main(["run", SMOKE, "--workdir", str(workdir), "--config.eval.every=20"]) == 0
+  assert launch.main(["run", SMOKE, "--workdir", str(workdir), "--config.eval.every=20",
+                      "--config.data.train_wordings=3"]) == 0
   summary = json.loads((workdir / "summary.json").read_text())
-  for split in ("validation", "test"):
+  for split in ("validation", "test", "validation_held_out", "test_held_out"):
     em = summary["figures"][f"exact_match_single_fact_{split}"]
     assert 0 <= em["mean"] <= 1
     assert em["n"] + summary["figures"][f"exact_match_multi_hop_{split}"]["n"] == smoke().eval.num_questions
+  # The held-out wording asks the same questions about the same documents in other templates.
+  same, held = (json.loads((workdir / f"eval_test{s}.json").read_text()) for s in ("", "_held_out"))
+  assert [(r["id"], r["gold"]) for r in same] == [(r["id"], r["gold"]) for r in held]
+  assert all(a["question"] != b["question"] for a, b in zip(same, held))
+  # A finished model folder is scored the same from the command line.
+  from jaxlab.lm_pretrain import evaluation
+  capsys.readouterr()
+  evaluation.main([str(workdir / "hf"), "--variant", "smoke"])
+  printed = capsys.readouterr().out.splitlines()
+  f = summary["figures"]["exact_match_single_fact_test_held_out"]
+  assert len(printed) == 4 and f"single_fact {report_lib.fmt(f, 3)}" in printed[3], printed
   assert summary["experiment"] == "lm_pretrain"
   log = [json.loads(line) for line in (workdir / "train_log.jsonl").read_text().splitlines()]
   assert [row["step"] for row in log if "eval" in row] == [20, 40]  # validation during training

@@ -153,12 +153,24 @@ def pool_evidence(doc: Document) -> list[dict]:
   return out
 
 
-def window_questions(rng: np.random.Generator, doc: Document, n: int) -> list[tuple[str, str]]:
+def window_questions(rng: np.random.Generator, doc: Document, n: int,
+                     wordings: list[str] | None = None) -> list[tuple[str, str]]:
   """Up to `n` (question, answer) pairs that `doc` answers by itself: its own question first, then
-  others drawn at random from `question_pool`."""
+  others drawn at random from `question_pool`. With `wordings`, pair k is worded in `wordings[k]`
+  (the same pairs are drawn whatever the wordings: they are chosen in the canonical wording)."""
   own = (doc.record["question"], doc.record["gold_answer"])
-  others = [q for q in dict.fromkeys((q, a) for q, a, _ in question_pool(doc)) if q[0] != own[0]]
-  return [own] + [others[i] for i in rng.permutation(len(others))[:n - 1]]
+  pool = question_pool(doc)
+  others = [q for q in dict.fromkeys((q, a) for q, a, _ in pool) if q[0] != own[0]]
+  pairs = [own] + [others[i] for i in rng.permutation(len(others))[:n - 1]]
+  if wordings is None:
+    return pairs
+  entry = {}
+  for n_, (q, _, _) in enumerate(pool):
+    entry.setdefault(q, n_)
+  own_relations = [f.relation for f in doc.evidence]
+  pools = {w: question_pool(doc, w) for w in dict.fromkeys(wordings)}
+  return [(question_text(doc.evidence[0].subject, own_relations, w) if k == 0 else pools[w][entry[q]][0], a)
+          for k, ((q, a), w) in enumerate(zip(pairs, wordings))]
 
 
 # The relations of each kind of entity, and the kind of entity each relation points to.

@@ -18,9 +18,9 @@ unanswerable schedule as the default wording, so a reader can be scored on quest
 any it trained on. The train split never uses it.
 
 `train_wordings=k` (k > 1) renders each train-split question in one of the first k training wordings
-(`lexicon.TRAINING_WORDINGS`), drawn per question, and changes nothing else either. Only the QA train
-split varies: validation and test keep `question_wording`, and the "pretrain" corpus of the base
-model keeps the canonical wording.
+(`lexicon.TRAINING_WORDINGS`), drawn per question, and changes nothing else either. Only the train
+split varies: validation and test keep `question_wording`. In the "pretrain" corpus of the base model
+it words the questions of each "qa" and "fact_qa" window so (the same windows, questions and answers).
 """
 
 from __future__ import annotations
@@ -174,7 +174,9 @@ def generate_pretrain(cfg: LongDocQAConfig, split: str, num: int, kinds: tuple[s
     facts = " ".join(W.canonical_fact(f) for f in D.stated_facts(doc.passages))
     ex = {"id": doc.record["id"], "kind": kind, "context": doc.record["document"], "question": "", "target": ""}
     if kind in ("qa", "fact_qa"):
-      pairs = D.window_questions(rng, doc, cfg.questions_per_window)
+      wordings = [_train_wording(cfg, split, i, k) for k in range(cfg.questions_per_window)]
+      pairs = D.window_questions(rng, doc, cfg.questions_per_window,
+                                 None if set(wordings) == {"train"} else wordings)
       ex.update(question="\n".join(q for q, _ in pairs), target="\n".join(a for _, a in pairs))
       if kind == "fact_qa":
         ex["context"] = facts

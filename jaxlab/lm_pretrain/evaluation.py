@@ -3,7 +3,11 @@
 Held-out questions come from `long_doc_qa.generate_qa` on documents of `eval.window_tokens` words
 (entities of the validation or test split, never seen in training): greedy answers after
 `data.prompt`, normalized as SQuAD does. Validation is measured during training (model
-choice); the test split once, at the end.
+choice); the test split once, at the end. Both splits are also asked in the held-out wording
+(`lexicon.HELD_OUT_*_QUESTIONS`: the same documents and answers, templates no training question
+uses), which is what a reworded question costs.
+
+  python -m jaxlab.lm_pretrain.evaluation models/lm_base   # a finished model folder, every split and wording
 """
 
 from __future__ import annotations
@@ -25,12 +29,21 @@ from jaxlab.lm.qwen3 import Qwen3
 TASK_TYPES = ("single_fact", "multi_hop")
 
 
-def eval_questions(config, split: str, num: int) -> list[dict]:
-  """`num` held-out documents of `split`, as long as eval.window_tokens words, one question each."""
+# (split, question wording) of the final evaluation; eval_file names each one's results.
+EVALS = (("validation", "train"), ("test", "train"), ("validation", "held_out"), ("test", "held_out"))
+
+
+def eval_file(split: str, wording: str) -> str:
+  return f"eval_{split}.json" if wording == "train" else f"eval_{split}_{wording}.json"
+
+
+def eval_questions(config, split: str, num: int, wording: str = "train") -> list[dict]:
+  """`num` held-out documents of `split`, as long as eval.window_tokens words, one question each,
+  worded by `wording`'s templates (the documents and answers are the same in every wording)."""
   w = config.eval.window_tokens
   cfg = long_doc_qa.LongDocQAConfig(name="lm_pretrain_eval", seed=config.seed,
                                     distractor_ratio=config.data.distractor_ratio,
-                                    min_tokens=w, max_tokens=w, chunk_tokens=0)
+                                    min_tokens=w, max_tokens=w, chunk_tokens=0, question_wording=wording)
   return list(long_doc_qa.generate_qa(cfg, split, num))
 
 
@@ -85,8 +98,8 @@ def report(workdir) -> Path:
   workdir = Path(workdir)
   config = json.loads((workdir / "config.json").read_text())
   log = [json.loads(line) for line in (workdir / "train_log.jsonl").read_text().splitlines()]
-  em = {split: exact_match(json.loads((workdir / f"eval_{split}.json").read_text()))
-        for split in ("validation", "test")}
+  em = {split + ("" if wording == "train" else f"_{wording}"): exact_match(json.loads(path.read_text()))
+        for split, wording in EVALS if (path := workdir / eval_file(split, wording)).exists()}
   train_rows = [row for row in log if "loss" in row]
   final = [row["loss"] for row in train_rows if row["step"] > config["steps"] - max(config["log_every"] * 5, 1)]
   figures = {f"exact_match_{t}_{split}": em[split][t] for split in em for t in TASK_TYPES}
@@ -113,7 +126,9 @@ def report(workdir) -> Path:
   return report_lib.write_report(workdir, f"lm_pretrain ({config.get('variant')})", [
       ("Recipe", recipe),
       ("Figures", f"In-window exact match on held-out questions about documents of "
-                  f"{config['eval']['window_tokens']} words (normalized as SQuAD; sd is over questions):\n\n"
+                  f"{config['eval']['window_tokens']} words (normalized as SQuAD; sd is over questions; "
+                  f"`_held_out`: the same questions in templates no training question uses; training "
+                  f"questions in {config['data'].get('train_wordings', 1)} wording(s)):\n\n"
                   + report_lib.markdown_table(["figure", "value"],
                                               [[k, report_lib.fmt(v, 3)] for k, v in figures.items()])),
       ("During training", "Validation exact match:\n\n"
@@ -123,3 +138,27 @@ def report(workdir) -> Path:
       ("Export", "`hf/` holds config.json, model.safetensors (fp32) and tokenizer.json; "
                  "`jaxlab.lm.checkpoint_io.load(workdir / 'hf')` loads it."),
   ])
+
+
+def main(argv=None) -> None:
+  """Exact match of a model folder (config.json, model.safetensors, tokenizer.json) on `cpu`'s
+  evaluation questions, per split, wording and task."""
+  import argparse
+  import runpy
+
+  from jaxlab.core.config import repo_path
+  from jaxlab.lm import checkpoint_io
+  parser = argparse.ArgumentParser(prog="python -m jaxlab.lm_pretrain.evaluation", description=main.__doc__)
+  parser.add_argument("model", type=Path)
+  parser.add_argument("--variant", default="cpu", help="the configs/lm_pretrain.py variant whose eval block and seed to use")
+  args = parser.parse_args(argv)
+  config = runpy.run_path(str(repo_path("configs/lm_pretrain.py")))["get_config"](args.variant)
+  model, tokenizer = checkpoint_io.load(args.model), tok_lib.load_tokenizer(args.model)
+  for split, wording in EVALS:
+    em = exact_match(evaluate(model, tokenizer, eval_questions(config, split, config.eval.num_questions, wording),
+                              config.eval.batch_size, config.eval.max_new_tokens))
+    print(f"{split:10s} {wording:8s} " + "  ".join(f"{t} {report_lib.fmt(em[t], 3)}" for t in TASK_TYPES))
+
+
+if __name__ == "__main__":
+  main()

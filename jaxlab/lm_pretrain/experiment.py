@@ -1,6 +1,7 @@
 """The base-model pretraining experiment (`configs/lm_pretrain.py`): validate the config, train
 (`train.py`), export the model as a Hugging Face folder, measure exact match on the validation and
-test questions and write the report (`evaluation.py`)."""
+test questions, in the training wording and in the held-out one, and write the report
+(`evaluation.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import jax
 
 from jaxlab.core import mesh as mesh_lib, report as report_lib
 from jaxlab.core.config import require, require_int
-from jaxlab.data import long_doc_qa
+from jaxlab.data import lexicon, long_doc_qa
 from jaxlab.lm import qwen3
 from jaxlab.lm_pretrain import evaluation
 from jaxlab.lm_pretrain.evaluation import report
@@ -42,6 +43,8 @@ def validate(config) -> None:
   require(config, "data.stages", lambda v: len(v) > 0 and all(len(s) == 4 and _stage_ok(s) for s in v),
           "a non-empty list of (share > 0, seq_len >= 16, fewest words >= 8, most words >= fewest)")
   require_int(config, "data.questions_per_window", 1)
+  require(config, "data.train_wordings", lambda v: int(v) == v and 1 <= v <= len(lexicon.TRAINING_WORDINGS),
+          f"an integer in [1, {len(lexicon.TRAINING_WORDINGS)}] (the first k of lexicon.TRAINING_WORDINGS)")
   require(config, "data.context_loss_weight", lambda v: 0 <= v <= 1, "in [0, 1]")
   require(config, "data.distractor_ratio", lambda v: 0 <= v <= 1, "in [0, 1]")
   require(config, "data.kinds", lambda v: len(v) > 0 and set(v) <= set(long_doc_qa.KINDS),
@@ -67,10 +70,10 @@ def run(config, workdir) -> Path:
   workdir = Path(workdir)
   trained = train(config, workdir)   # train.Stopped when this call ends early; the same command resumes
   export(trained.model, trained.tokenizer, config, workdir / "hf")
-  for split in ("validation", "test"):
+  for split, wording in evaluation.EVALS:
     results = evaluation.evaluate(trained.model, trained.tokenizer,
-                                     evaluation.eval_questions(config, split, config.eval.num_questions),
-                                     config.eval.batch_size, config.eval.max_new_tokens)
+                                  evaluation.eval_questions(config, split, config.eval.num_questions, wording),
+                                  config.eval.batch_size, config.eval.max_new_tokens)
     if jax.process_index() == 0:
-      report_lib.write_json(workdir / f"eval_{split}.json", results)
+      report_lib.write_json(workdir / evaluation.eval_file(split, wording), results)
   return report(workdir) if jax.process_index() == 0 else workdir / "report.md"
