@@ -12,6 +12,7 @@ from jaxlab.core import checkpoint, config as config_lib, report as report_lib, 
 from jaxlab.data import long_doc_qa, squad
 from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import data as pretrain_data, experiment, train as pretrain
+from jaxlab.lm_pretrain import __main__ as score
 from jaxlab.lm.qwen3 import forward
 from jaxlab.lm.generate import generate
 from jaxlab.lm.tokenizer import encode_batch, load_tokenizer
@@ -135,9 +136,8 @@ def test_jaxlab_run_smoke_end_to_end(tmp_path, capsys):
   assert [(r["id"], r["gold"]) for r in same] == [(r["id"], r["gold"]) for r in held]
   assert all(a["question"] != b["question"] for a, b in zip(same, held))
   # A finished model folder is scored the same from the command line.
-  from jaxlab.lm_pretrain import evaluation
   capsys.readouterr()
-  evaluation.main([str(workdir / "hf"), "--variant", "smoke"])
+  score.main([str(workdir / "hf"), "--variant", "smoke"])
   printed = capsys.readouterr().out.splitlines()
   f = summary["figures"]["exact_match_single_fact_test_held_out"]
   assert len(printed) == 4 and f"single_fact {report_lib.fmt(f, 3)}" in printed[3], printed

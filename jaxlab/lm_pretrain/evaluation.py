@@ -7,7 +7,7 @@ choice); the test split once, at the end. Both splits are also asked in the held
 (`lexicon.HELD_OUT_*_QUESTIONS`: the same documents and answers, templates no training question
 uses), which is what a reworded question costs.
 
-  python -m jaxlab.lm_pretrain.evaluation models/lm_base   # a finished model folder, every split and wording
+  python -m jaxlab.lm_pretrain models/lm_base   # a finished model folder, every split and wording
 """
 
 from __future__ import annotations
@@ -139,26 +139,3 @@ def report(workdir) -> Path:
                  "`jaxlab.lm.checkpoint_io.load(workdir / 'hf')` loads it."),
   ])
 
-
-def main(argv=None) -> None:
-  """Exact match of a model folder (config.json, model.safetensors, tokenizer.json) on `cpu`'s
-  evaluation questions, per split, wording and task."""
-  import argparse
-  import runpy
-
-  from jaxlab.core.config import repo_path
-  from jaxlab.lm import checkpoint_io
-  parser = argparse.ArgumentParser(prog="python -m jaxlab.lm_pretrain.evaluation", description=main.__doc__)
-  parser.add_argument("model", type=Path)
-  parser.add_argument("--variant", default="cpu", help="the configs/lm_pretrain.py variant whose eval block and seed to use")
-  args = parser.parse_args(argv)
-  config = runpy.run_path(str(repo_path("configs/lm_pretrain.py")))["get_config"](args.variant)
-  model, tokenizer = checkpoint_io.load(args.model), tok_lib.load_tokenizer(args.model)
-  for split, wording in EVALS:
-    em = exact_match(evaluate(model, tokenizer, eval_questions(config, split, config.eval.num_questions, wording),
-                              config.eval.batch_size, config.eval.max_new_tokens))
-    print(f"{split:10s} {wording:8s} " + "  ".join(f"{t} {report_lib.fmt(em[t], 3)}" for t in TASK_TYPES))
-
-
-if __name__ == "__main__":
-  main()
