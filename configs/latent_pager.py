@@ -242,6 +242,24 @@ def pretrain_slots():
   return c
 
 
+def pretrain_wordings():
+  """`pretrain` on the base model whose training questions came in three wordings
+  (models/lm_base_wordings, made by configs/lm_pretrain.py:wordings): the encoder that ships in
+  models/latent_pager_pointer_wordings."""
+  c = pretrain()
+  c.model.path = "models/lm_base_wordings"
+  return c
+
+
+def cpu_wordings():
+  """`cpu` on that base model and its own pretrained encoder: the original and held-out wordings
+  when neither the base model nor the pager learned questions in one wording only."""
+  c = cpu()
+  c.model.path = "models/lm_base_wordings"
+  c.pager.init = "models/latent_pager_pointer_wordings"
+  return c
+
+
 def frontier():
   """The compression sweep at a budget this machine affords per point (docs/latent_pager.md): each
   point's encoder is pretrained from scratch briefly, so its schedule is scaled to that budget
@@ -405,6 +423,7 @@ def long_smoke():
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
-                      "pretrain_slots": pretrain_slots, "frontier": frontier, "rot": rot, "seeds": seeds,
+                      "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
+                      "cpu_wordings": cpu_wordings, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
                       "qwen3_1p7b_repro": qwen3_1p7b_repro})
