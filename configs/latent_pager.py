@@ -7,6 +7,9 @@
   jaxlab run configs/latent_pager.py:cpu_mean --workdir checkpoints/latent_pager_cpu_mean    # mean-pooled pages
   jaxlab run configs/latent_pager.py:cpu_text_bridge --workdir checkpoints/latent_pager_cpu_text_bridge
   jaxlab run configs/latent_pager.py:cpu_no_bridge --workdir checkpoints/latent_pager_cpu_no_bridge
+  jaxlab run configs/latent_pager.py:pretrain_wordings --workdir checkpoints/latent_pager_pretrain_wordings
+  jaxlab run configs/latent_pager.py:cpu_wordings --workdir checkpoints/latent_pager_cpu_wordings  # base model
+                                                                          # trained on three wordings
   jaxlab run configs/latent_pager.py:arms --workdir checkpoints/latent_pager_arms          # the best arm of each
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
@@ -27,7 +30,10 @@ answer the same questions. `cpu_slots` is the same with the `slots` encoder in
 models/latent_pager_slots (made by `pretrain_slots`). `repro` is the reproduction arm: the
 published `pooled` design at the published data scale (480 training questions, no unanswerable
 ones). `frontier` sweeps compression (slots per chunk), layers and aggregator depth on validation
-and scores the chosen points once on test. `seeds` runs `cpu` once per training seed. `qwen3_1p7b` runs the `cpu`
+and scores the chosen points once on test. `seeds` runs `cpu` once per training seed.
+`cpu_wordings` is `cpu` on models/lm_base_wordings (a base model whose training questions came in
+three wordings) with its own encoder, models/latent_pager_pointer_wordings (made by
+`pretrain_wordings`). `qwen3_1p7b` runs the `cpu`
 pipeline on Qwen3-1.7B; what it keeps from the published run and what it changes is listed in
 docs/latent_pager.md. Every system
 answers with the one `generation` block.
