@@ -165,8 +165,8 @@ def window_questions(rng: np.random.Generator, doc: Document, n: int,
   if wordings is None:
     return pairs
   entry = {}
-  for n_, (q, _, _) in enumerate(pool):
-    entry.setdefault(q, n_)
+  for i, (q, _, _) in enumerate(pool):
+    entry.setdefault(q, i)
   own_relations = [f.relation for f in doc.evidence]
   pools = {w: question_pool(doc, w) for w in dict.fromkeys(wordings)}
   return [(question_text(doc.evidence[0].subject, own_relations, w) if k == 0 else pools[w][entry[q]][0], a)

@@ -10,7 +10,7 @@ from jaxlab.core import report as report_lib
 from jaxlab.core.config import repo_path
 from jaxlab.lm import checkpoint_io
 from jaxlab.lm.tokenizer import load_tokenizer
-from jaxlab.lm_pretrain.evaluation import EVALS, TASK_TYPES, eval_questions, evaluate, exact_match
+from jaxlab.lm_pretrain.evaluation import TASK_TYPES, evaluate_all, exact_match
 
 
 def main(argv=None) -> None:
@@ -23,9 +23,8 @@ def main(argv=None) -> None:
   args = parser.parse_args(argv)
   config = runpy.run_path(str(repo_path("configs/lm_pretrain.py")))["get_config"](args.variant)
   model, tokenizer = checkpoint_io.load(args.model), load_tokenizer(args.model)
-  for split, wording in EVALS:
-    em = exact_match(evaluate(model, tokenizer, eval_questions(config, split, config.eval.num_questions, wording),
-                              config.eval.batch_size, config.eval.max_new_tokens))
+  for (split, wording), results in evaluate_all(model, tokenizer, config).items():
+    em = exact_match(results)
     print(f"{split:10s} {wording:8s} " + "  ".join(f"{t} {report_lib.fmt(em[t], 3)}" for t in TASK_TYPES))
 
 

@@ -56,7 +56,7 @@ def stage_examples(config, stage: int, split: str, num: int) -> list[dict]:
   cfg = long_doc_qa.LongDocQAConfig(
       name=f"lm_pretrain_{stage}", corpus="pretrain", seed=config.seed * 1000 + stage,
       distractor_ratio=config.data.distractor_ratio, min_window_tokens=lo, window_tokens=hi,
-      questions_per_window=config.data.questions_per_window, train_wordings=config.data.get("train_wordings", 1))
+      questions_per_window=config.data.questions_per_window, train_wordings=config.data.train_wordings)
   return list(long_doc_qa.generate_pretrain(cfg, split, num, tuple(config.data.kinds)))
 
 

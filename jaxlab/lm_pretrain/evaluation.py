@@ -65,6 +65,14 @@ def evaluate(model: Qwen3, tokenizer: Tokenizer, records: list[dict], batch_size
           for r, a in zip(records, answers)]
 
 
+def evaluate_all(model: Qwen3, tokenizer: Tokenizer, config) -> dict[tuple[str, str], list[dict]]:
+  """`evaluate` on every (split, wording) of EVALS: `eval.num_questions` questions each."""
+  e = config.eval
+  return {(split, wording): evaluate(model, tokenizer, eval_questions(config, split, e.num_questions, wording),
+                                     e.batch_size, e.max_new_tokens)
+          for split, wording in EVALS}
+
+
 def stat(values) -> dict:
   v = np.asarray(values, float)
   if len(v) == 0:
@@ -138,4 +146,3 @@ def report(workdir) -> Path:
       ("Export", "`hf/` holds config.json, model.safetensors (fp32) and tokenizer.json; "
                  "`jaxlab.lm.checkpoint_io.load(workdir / 'hf')` loads it."),
   ])
-

@@ -70,10 +70,7 @@ def run(config, workdir) -> Path:
   workdir = Path(workdir)
   trained = train(config, workdir)   # train.Stopped when this call ends early; the same command resumes
   export(trained.model, trained.tokenizer, config, workdir / "hf")
-  for split, wording in evaluation.EVALS:
-    results = evaluation.evaluate(trained.model, trained.tokenizer,
-                                  evaluation.eval_questions(config, split, config.eval.num_questions, wording),
-                                  config.eval.batch_size, config.eval.max_new_tokens)
+  for (split, wording), results in evaluation.evaluate_all(trained.model, trained.tokenizer, config).items():
     if jax.process_index() == 0:
       report_lib.write_json(workdir / evaluation.eval_file(split, wording), results)
   return report(workdir) if jax.process_index() == 0 else workdir / "report.md"
