@@ -4,6 +4,7 @@
   jaxlab run configs/lm_pretrain.py:cpu --workdir checkpoints/lm_pretrain_cpu       # the 2-core recipe
   jaxlab run configs/lm_pretrain.py:gpu --workdir checkpoints/lm_pretrain_gpu       # accelerators (FSDP)
   jaxlab run configs/lm_pretrain.py:wordings --workdir DIR      # `cpu`, questions in three wordings
+  jaxlab run configs/lm_pretrain.py:composed --workdir DIR      # `cpu`, questions in fifteen wordings
   jaxlab run configs/lm_pretrain.py:cpu --workdir DIR --config.stop_after=500       # a job time limit
   srun jaxlab run configs/lm_pretrain.py:gpu --workdir /shared/DIR --distributed    # several hosts:
                                                                # launch/slurm_example.sh, docs/scaling.md
@@ -93,5 +94,16 @@ def wordings():
   return c
 
 
+def composed():
+  """`cpu` whose training questions are worded by the three hand-written wordings and the twelve
+  composed ones (a frame around nested phrases, `lexicon.COMPOSED_WORDINGS`), drawn per question:
+  whether many sentence shapes per relation teach the relation well enough that the held-out
+  wording costs little."""
+  c = cpu()
+  c.data.train_wordings = 15
+  return c
+
+
 def get_config(arg=""):
-  return select(arg, {"cpu": cpu, "repro": cpu, "gpu": gpu, "smoke": smoke, "wordings": wordings})
+  return select(arg, {"cpu": cpu, "repro": cpu, "gpu": gpu, "smoke": smoke, "wordings": wordings,
+                      "composed": composed})

@@ -173,14 +173,37 @@ def test_wordings_are_distinct_parseable_and_in_the_base_model_vocabulary():
   assert len(set(held_out)) == len(held_out) and not set(held_out) & training
   names = [pool[0] for pool in W.name_pools("test").values()]
   for wording, relations, template in _forms(lx.QUESTION_WORDINGS):
-    # Each literal piece as the tokenizer splits it (case and punctuation kept), then whole questions.
-    for text in [*template.split("{s}"), *(template.format(s=n) for n in names)]:
+    # Each literal piece as the tokenizer splits it (case and punctuation kept), then whole questions:
+    # the hand-written and held-out wordings only (composed ones bring their words with their corpus).
+    for text in ([*template.split("{s}"), *(template.format(s=n) for n in names)]
+                 if wording not in lx.COMPOSED_WORDINGS else []):
       encoding = tokenizer.encode(text)
       assert unk not in encoding.ids, (template, [t for t, i in zip(encoding.tokens, encoding.ids) if i == unk])
     # A question reads as its own relation or chain in its own table, whatever tables it is parsed with.
     for n in names:
       for tables in (lx.QUESTION_WORDINGS, lx.TRAINING_WORDINGS if wording != "held_out" else ("held_out",)):
         assert _match(template.format(s=n), tables) == (wording, n, relations), (template, n)
+
+
+def test_composed_wordings_nest_phrases_and_keep_the_held_out_ones_out():
+  assert lx.TRAINING_WORDINGS[:len(lx.HAND_WRITTEN_WORDINGS)] == lx.HAND_WRITTEN_WORDINGS
+  assert lx.TRAINING_WORDINGS[len(lx.HAND_WRITTEN_WORDINGS):] == tuple(lx.COMPOSED_WORDINGS)
+  assert len(lx.COMPOSED_WORDINGS) == lx.COMPOSED_COUNT
+  for key, held_out in [*lx.HELD_OUT_SINGLE_QUESTIONS.items(), *lx.HELD_OUT_MULTI_QUESTIONS.items()]:
+    table = 0 if isinstance(key, str) else 1
+    relations = (key,) if isinstance(key, str) else key
+    for single_multi in lx.COMPOSED_WORDINGS.values():
+      template = single_multi[table][key]
+      # A frame around the second relation's phrase, which ends in the first's, which ends in {s}.
+      np = next(template[len(head):len(template) - len(tail)] for f in lx.COMPOSED_FRAMES
+                for head, tail in [f.split("{np}")] if template.startswith(head) and template.endswith(tail))
+      for r in reversed(relations):
+        phrase = next(p for p in lx.COMPOSED_PHRASES[r] if re.fullmatch(
+            re.escape(p).replace(re.escape("{x}"), ".+"), np))
+        assert not all(piece.strip() in held_out for piece in phrase.split("{x}") if piece.strip()), (key, phrase)
+        head, tail = phrase.split("{x}")
+        np = np[len(head):len(np) - len(tail)]
+      assert np == "{s}", template
 
 
 def test_held_out_wording_changes_only_the_validation_and_test_questions():
@@ -207,7 +230,7 @@ def _without_question(records):
 def test_training_wordings_are_drawn_per_training_question_and_change_nothing_else():
   cfg = L.LongDocQAConfig(name="w", min_tokens=200, max_tokens=480, chunk_tokens=80, multi_hop_fraction=0.5,
                           unanswerable_fraction=0.3, questions_per_document=3)
-  varied = {k: L.LongDocQAConfig(**{**cfg.__dict__, "train_wordings": k}) for k in (2, 3)}
+  varied = {k: L.LongDocQAConfig(**{**cfg.__dict__, "train_wordings": k}) for k in (2, 3, len(lx.TRAINING_WORDINGS))}
   train = list(L.generate_qa(cfg, "train", 16))
   for k, vcfg in varied.items():
     records = list(L.generate_qa(vcfg, "train", 16))
@@ -218,7 +241,10 @@ def test_training_wordings_are_drawn_per_training_question_and_change_nothing_el
       assert tuple(asked) == _parse(a["question"], "train")
       used[wording] += 1
       seen.add((a["task_type"], a["answerable"]))
-    assert set(used) == set(lx.TRAINING_WORDINGS[:k]) and min(used.values()) >= 6, used
+    if k <= 3:
+      assert set(used) == set(lx.TRAINING_WORDINGS[:k]) and min(used.values()) >= 6, used
+    else:   # 48 questions over fifteen wordings
+      assert set(used) <= set(lx.TRAINING_WORDINGS) and len(used) >= 12, used
     assert seen == {(t, u) for t in D.TASK_TYPES for u in (True, False)}, seen
     for split in ("validation", "test"):   # never worded by the training variants
       assert list(L.generate_qa(vcfg, split, 8)) == list(L.generate_qa(cfg, split, 8))
@@ -238,11 +264,12 @@ def test_training_wordings_are_drawn_per_training_question_and_change_nothing_el
         wording, *asked = _match(w, lx.TRAINING_WORDINGS)
         assert tuple(asked) == _parse(q, "train")
         used[wording] += 1
-  assert set(used) == set(lx.TRAINING_WORDINGS) and min(used.values()) >= 4, used
+  assert set(used) == set(lx.TRAINING_WORDINGS[:3]) and min(used.values()) >= 4, used
   assert (list(L.generate_pretrain(L.LongDocQAConfig(**{**pretrain.__dict__, "train_wordings": 3}), "test", 4))
           == list(L.generate_pretrain(pretrain, "test", 4)))
   with pytest.raises(ValueError, match="train_wordings"):
-    list(L.generate_qa(L.LongDocQAConfig(**{**cfg.__dict__, "train_wordings": 4}), "train", 1))
+    list(L.generate_qa(L.LongDocQAConfig(**{**cfg.__dict__, "train_wordings": len(lx.TRAINING_WORDINGS) + 1}),
+                       "train", 1))
 
 
 def test_question_pool_is_aligned_across_wordings():

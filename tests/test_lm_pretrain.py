@@ -9,7 +9,7 @@ import pytest
 from flax import nnx
 
 from jaxlab.core import checkpoint, config as config_lib, report as report_lib, train as train_lib
-from jaxlab.data import long_doc_qa, squad
+from jaxlab.data import lexicon, long_doc_qa, squad
 from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import data as pretrain_data, experiment, train as pretrain
 from jaxlab.lm_pretrain import __main__ as score
@@ -125,7 +125,7 @@ def test_normalize_is_squad_style():
 def test_jaxlab_run_smoke_end_to_end(tmp_path, capsys):
   workdir = tmp_path / "run"
   assert launch.main(["run", SMOKE, "--workdir", str(workdir), "--config.eval.every=20",
-                      "--config.data.train_wordings=3"]) == 0
+                      f"--config.data.train_wordings={len(lexicon.TRAINING_WORDINGS)}"]) == 0
   summary = json.loads((workdir / "summary.json").read_text())
   for split in ("validation", "test", "validation_held_out", "test_held_out"):
     em = summary["figures"][f"exact_match_single_fact_{split}"]

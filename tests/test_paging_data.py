@@ -185,8 +185,19 @@ def test_training_wordings_reword_only_the_train_split(tmp_path):
   for wording in ("train", "held_out"):   # a test world of its own is one builder whatever the training wordings
     assert (data.test_config(_spec(test_seed=5, train_wordings=3), wording).name
             == data.test_config(_spec(test_seed=5), wording).name)
-  for bad in (0, 4):
+  for bad in (0, len(lx.TRAINING_WORDINGS) + 1):
     with pytest.raises(config_lib.ConfigError, match=r"config\.data\.train_wordings"):
       config_lib.load("configs/latent_pager.py:smoke", [f"--config.data.train_wordings={bad}"], experiment.validate)
   assert config_lib.load("configs/latent_pager.py:repro").data.train_wordings == 1
-  assert config_lib.load("configs/latent_pager.py:cpu").data.train_wordings == len(lx.TRAINING_WORDINGS)
+  assert config_lib.load("configs/latent_pager.py:cpu").data.train_wordings == len(lx.HAND_WRITTEN_WORDINGS)
+
+
+def test_a_base_model_that_never_read_the_composed_wordings_refuses_them():
+  from jaxlab.lm.tokenizer import load_tokenizer
+  from jaxlab.paging import pipeline
+  tokenizer = load_tokenizer("models/lm_base")
+  config = config_lib.load("configs/latent_pager.py:cpu")
+  pipeline.check_wordings(tokenizer, config)   # the hand-written ones: its own vocabulary
+  config.data.train_wordings = len(lx.TRAINING_WORDINGS)
+  with pytest.raises(config_lib.ConfigError, match=r"config\.data\.train_wordings: wording 'composed_"):
+    pipeline.check_wordings(tokenizer, config)

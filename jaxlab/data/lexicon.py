@@ -6,6 +6,8 @@ the base model (`configs/lm_pretrain.py`) can use a word-level tokenizer and sti
 which are unseen *combinations* of known words rather than unknown words.
 """
 
+import random
+
 FIRST_NAMES = """Mara Tobias Ines Dario Lena Felix Nadia Oskar Priya Ravi Selma Theo Uma Viktor Wren
 Yara Zane Alma Bruno Clara Dmitri Elise Farid Greta Hugo Ilse Jonas Kira Lucas Mila Nico Olga Pavel
 Quinn Rosa Silas Tara Ulrich Vera Willem Xena Yusuf Zora Anika Bastian Celine Diego Edda Fabian Gwen
@@ -171,9 +173,79 @@ QUESTION_WORDINGS = {
   "train_c": (TRAIN_C_SINGLE_QUESTIONS, TRAIN_C_MULTI_QUESTIONS),
   "held_out": (HELD_OUT_SINGLE_QUESTIONS, HELD_OUT_MULTI_QUESTIONS),
 }
+# Composed wordings: a question is a frame around a noun phrase for the relation ("Tell me {np}.",
+# np = "the place of birth of {s}"), and a two-hop question nests the first relation's phrase in the
+# second's ("the country of the place of birth of {s}"), so a reader trained on them meets each
+# relation in many sentences and each sentence shape with many relations. Their new words enter a
+# base model's vocabulary with the corpus that uses them (configs/lm_pretrain.py:composed), so
+# models/lm_base and models/lm_base_wordings do not read them. A phrase found in the relation's (or
+# chain's) held-out question is never used, and no composed question equals a hand-written one.
+COMPOSED_PHRASES = {
+  "born_in": ["the place of birth of {x}", "the town where {x} was born", "the birthplace of {x}",
+              "the town of birth of {x}"],
+  "lives_in": ["the place where {x} lives", "the current home of {x}", "the place of residence of {x}",
+               "the town where {x} resides"],
+  "works_for": ["the organisation {x} works for", "the company that employs {x}", "the workplace of {x}",
+                "the organisation that employs {x}"],
+  "profession": ["the profession of {x}", "the occupation of {x}", "the trade of {x}", "the line of work of {x}"],
+  "hobby": ["the hobby of {x}", "the pastime of {x}", "the favourite pastime of {x}",
+            "the spare time passion of {x}"],
+  "headquartered_in": ["the headquarters of {x}", "the town where {x} is headquartered", "the base of {x}",
+                       "the location of the headquarters of {x}"],
+  "founded_by": ["the person who founded {x}", "the creator of {x}", "the person who created {x}",
+                 "the one who set up {x}"],
+  "founded_year": ["the year {x} was founded", "the founding date of {x}", "the year in which {x} was set up",
+                   "the year of the founding of {x}"],
+  "industry": ["the industry of {x}", "the business sector of {x}", "the field {x} operates in",
+               "the kind of business {x} is in"],
+  "country": ["the country of {x}", "the country that {x} lies in", "the nation {x} belongs to",
+              "the country containing {x}"],
+}
+COMPOSED_FRAMES = ["What is {np}?", "Tell me {np}.", "Name {np}.", "Do you know {np}?", "Please give {np}.",
+                   "I would like to know {np}.", "According to the text, what is {np}?",
+                   "From the document, name {np}."]
+COMPOSED_COUNT = 12
+
+
+def _pieces_in(phrase: str, question: str) -> bool:
+  """Whether every literal piece of `phrase` (around its {x}) occurs in `question`."""
+  return all(piece in question for piece in (q.strip() for q in phrase.split("{x}")) if piece)
+
+
+def _composed_tables(count: int) -> list[tuple[dict, dict]]:
+  """`count` wordings, each a (single, multi) pair of template tables: for every relation and chain,
+  the (phrase, frame) combinations in a fixed shuffled order, the held-out ones and hand-written
+  templates skipped, the i-th left taken by wording i (so no two wordings share a template)."""
+  hand_written = {t for table in (SINGLE_QUESTIONS, MULTI_QUESTIONS, TRAIN_B_SINGLE_QUESTIONS,
+                                  TRAIN_B_MULTI_QUESTIONS, TRAIN_C_SINGLE_QUESTIONS, TRAIN_C_MULTI_QUESTIONS,
+                                  HELD_OUT_SINGLE_QUESTIONS, HELD_OUT_MULTI_QUESTIONS) for t in table.values()}
+
+  def templates(key, held_out: str) -> list[str]:
+    relations = (key,) if isinstance(key, str) else key
+    phrases = ["{s}"]
+    for depth, r in enumerate(relations):   # the first relation innermost; an outer phrase ends in its inner one
+      phrases = [p.format(x=inner) for inner in phrases for p in COMPOSED_PHRASES[r]
+                 if not _pieces_in(p, held_out) and (depth == 0 or p.endswith("{x}"))]
+    out = [f.format(np=p) for p in phrases for f in COMPOSED_FRAMES]
+    out = [t for t in out if t not in hand_written]
+    random.Random(repr(key)).shuffle(out)   # a fixed order, part of the data like the phrases
+    if len(out) < count:
+      raise ValueError(f"only {len(out)} composed templates for {key!r}, {count} wordings asked")
+    return out[:count]
+
+  single = {r: templates(r, HELD_OUT_SINGLE_QUESTIONS[r]) for r in SINGLE_QUESTIONS}
+  multi = {c: templates(c, HELD_OUT_MULTI_QUESTIONS[c]) for c in MULTI_QUESTIONS}
+  return [({r: t[i] for r, t in single.items()}, {c: t[i] for c, t in multi.items()}) for i in range(count)]
+
+
+COMPOSED_WORDINGS = {f"composed_{i:02d}": tables for i, tables in enumerate(_composed_tables(COMPOSED_COUNT))}
+QUESTION_WORDINGS.update(COMPOSED_WORDINGS)
+
 # The wordings training questions may be drawn from (`LongDocQAConfig.train_wordings`: the first k),
-# the canonical one first.
-TRAINING_WORDINGS = ("train", "train_b", "train_c")
+# the canonical one first: the three hand-written ones (the vocabulary of models/lm_base), then the
+# composed ones.
+HAND_WRITTEN_WORDINGS = ("train", "train_b", "train_c")
+TRAINING_WORDINGS = HAND_WRITTEN_WORDINGS + tuple(COMPOSED_WORDINGS)
 
 # Neutral filler: prose that names no entity and states no fact, so it can never answer a question.
 FILLER_TEMPLATES = [

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from jaxlab.core import mesh as mesh_lib
 from jaxlab.core.config import ConfigError, repo_path
+from jaxlab.data import lexicon
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
 from jaxlab.paging import (bar as bar_lib, data, figures as figures_lib, generation, pages, pager as pager_lib,
                            pretrain, reporting as pager_report, text_bridge, text_buffer, timing, train)
@@ -29,6 +30,22 @@ def token_id(tokenizer, config, field: str) -> int:
   return i
 
 
+def check_wordings(tokenizer, config) -> None:
+  """Every word of the training wordings a run draws from (`data.train_wordings`) is in the LM's
+  vocabulary: a word-level base model reads another's composed wordings as unknown tokens."""
+  unk = tokenizer.token_to_id("<unk>")
+  if unk is None:
+    return
+  for wording in lexicon.TRAINING_WORDINGS[:config.data.train_wordings]:
+    for table in lexicon.QUESTION_WORDINGS[wording]:
+      for template in table.values():
+        encoding = tokenizer.encode(template.replace("{s}", " "))
+        unknown = [t for t, i in zip(encoding.tokens, encoding.ids) if i == unk]
+        if unknown:
+          raise ConfigError("data.train_wordings", f"wording {wording!r} uses {unknown[0]!r}, which is not in "
+                            f"{config.model.path}/tokenizer.json: its base model was not trained on it")
+
+
 class Setup:
   """What every mode loads: the mesh, the frozen LM, its tokenizer and the shared settings."""
 
@@ -37,6 +54,7 @@ class Setup:
     self.mesh = mesh_lib.training_mesh(config.mesh)
     self.lm = checkpoint_io.load(repo_path(config.model.path), dtype=DTYPES[config.model.dtype], mesh=self.mesh)
     self.tokenizer = tok_lib.load_tokenizer(repo_path(config.model.path))
+    check_wordings(self.tokenizer, config)
     self.eos, self.pad = token_id(self.tokenizer, config, "eos_token"), token_id(self.tokenizer, config, "pad_token")
     self.settings = generation.settings_from(config, self.eos, self.pad)
     self.abstain = generation.abstain_from(self.tokenizer, config.data.abstain_answer)
