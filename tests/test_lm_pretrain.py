@@ -103,6 +103,20 @@ def test_rows_flag_answers_and_keep_whole_pairs():
   assert len(head) + 3 + 8 > 24 and not ids[0, len(head) + 3:].any()
 
 
+def test_the_eos_marker_is_the_eos_token_and_never_words_of_the_vocabulary(tmp_path):
+  # A token no row holds is never trained as an input or a target, so a model meeting unfamiliar
+  # inputs may emit it: "<eos>" in a segment marks the EOS token and is not read as "<", "eos", ">".
+  tokenizer, rows = pretrain.prepare(smoke(), tmp_path)
+  assert [tokenizer.token_to_id(w) for w in ("<", "eos", ">")] == [None] * 3
+  ids = np.concatenate([ids.ravel() for ids, _ in rows])
+  flags = np.concatenate([flags.ravel() for _, flags in rows])
+  assert (ids[flags] == tokenizer.token_to_id("<eos>")).any()
+  # The words no row holds are the few whose only occurrences were in pairs a row had no room for.
+  seen = set(ids.tolist())
+  unseen = [i for i in range(tokenizer.get_vocab_size()) if i not in seen]
+  assert tokenizer.token_to_id("<unk>") in unseen and len(unseen) < 0.01 * tokenizer.get_vocab_size()
+
+
 def test_window_questions_are_answered_inside_their_window():
   cfg = long_doc_qa.LongDocQAConfig(name="pt", corpus="pretrain", min_window_tokens=16, window_tokens=64,
                                     questions_per_window=4)

@@ -60,6 +60,13 @@ def stage_examples(config, stage: int, split: str, num: int) -> list[dict]:
   return list(long_doc_qa.generate_pretrain(cfg, split, num, tuple(config.data.kinds)))
 
 
+def texts(examples: list[dict]):
+  """The text pieces of `examples` as rows hold them: "<eos>" is the EOS token, not text (read as
+  text it would add "<", "eos" and ">" to the vocabulary, words no row holds, whose embeddings no
+  step trains)."""
+  return (t for ex in examples for g in segments(ex) for t, _ in g if t != "<eos>")
+
+
 def train_tokenizer(texts) -> Tokenizer:
   """Word-level: the generated world has about a thousand words, so each is one token."""
   tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
@@ -72,8 +79,7 @@ def train_tokenizer(texts) -> Tokenizer:
 def encode_rows(tokenizer: Tokenizer, examples: list[dict], seq_len: int) -> tuple[np.ndarray, np.ndarray]:
   """(N, seq_len) int32 ids right-padded with <pad>, and the (N, seq_len) bool target flags."""
   groups = [segments(ex) for ex in examples]
-  texts = [t for g in groups for group in g for t, _ in group if t != "<eos>"]
-  encoded = iter(enc.ids for enc in tokenizer.encode_batch(texts))
+  encoded = iter(enc.ids for enc in tokenizer.encode_batch(list(texts(examples))))
   ids = np.full((len(examples), seq_len), PAD, np.int32)
   flags = np.zeros((len(examples), seq_len), bool)
   for r, g in enumerate(groups):

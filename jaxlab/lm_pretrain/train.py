@@ -70,8 +70,7 @@ def prepare(config, workdir: Path) -> tuple[Tokenizer, list[tuple[np.ndarray, np
   total = sum(s[0] for s in config.data.stages)
   examples = [data_lib.stage_examples(config, k, "train", max(1, round(config.data.num_train * s[0] / total)))
               for k, s in enumerate(config.data.stages)]
-  tokenizer = data_lib.train_tokenizer(
-      t for stage in examples for ex in stage for g in data_lib.segments(ex) for t, _ in g)
+  tokenizer = data_lib.train_tokenizer(data_lib.texts([ex for stage in examples for ex in stage]))
   rows = [data_lib.encode_rows(tokenizer, ex, s[1]) for ex, s in zip(examples, config.data.stages)]
   if jax.process_index() == 0:
     tokenizer.save(str(tok_path))
