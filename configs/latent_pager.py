@@ -10,6 +10,8 @@
   jaxlab run configs/latent_pager.py:pretrain_wordings --workdir checkpoints/latent_pager_pretrain_wordings
   jaxlab run configs/latent_pager.py:cpu_wordings --workdir checkpoints/latent_pager_cpu_wordings  # base model
                                                                           # trained on three wordings
+  jaxlab run configs/latent_pager.py:pretrain_composed --workdir checkpoints/latent_pager_pretrain_composed
+  jaxlab run configs/latent_pager.py:cpu_composed --workdir checkpoints/latent_pager_cpu_composed  # fifteen
   jaxlab run configs/latent_pager.py:arms --workdir checkpoints/latent_pager_arms          # the best arm of each
   jaxlab run configs/latent_pager.py:frontier --workdir checkpoints/latent_pager_frontier  # compression sweep
   jaxlab run configs/latent_pager.py:rot --workdir checkpoints/latent_pager_rot            # context-rot grid
@@ -33,7 +35,9 @@ ones). `frontier` sweeps compression (slots per chunk), layers and aggregator de
 and scores the chosen points once on test. `seeds` runs `cpu` once per training seed.
 `cpu_wordings` is `cpu` on models/lm_base_wordings (a base model whose training questions came in
 three wordings) with its own encoder, models/latent_pager_pointer_wordings (made by
-`pretrain_wordings`). `qwen3_1p7b` runs the `cpu`
+`pretrain_wordings`); `cpu_composed` likewise on models/lm_base_composed (fifteen wordings, the
+hand-written three and twelve composed ones) and models/latent_pager_pointer_composed, on test
+world 2027. `qwen3_1p7b` runs the `cpu`
 pipeline on Qwen3-1.7B; what it keeps from the published run and what it changes is listed in
 docs/latent_pager.md. Every system
 answers with the one `generation` block.
@@ -266,6 +270,28 @@ def cpu_wordings():
   return c
 
 
+def pretrain_composed():
+  """`pretrain` on the base model whose training questions came in fifteen wordings, with a
+  tokenizer that holds no untrained word (models/lm_base_composed, made by
+  configs/lm_pretrain.py:composed), the pager's questions in the same fifteen: the encoder that
+  ships in models/latent_pager_pointer_composed."""
+  c = pretrain()
+  c.model.path = "models/lm_base_composed"
+  c.data.train_wordings = 15
+  return c
+
+
+def cpu_composed():
+  """`cpu` on that base model and its encoder, its training questions in the fifteen wordings,
+  scored on a test world no earlier design has read (2027)."""
+  c = cpu()
+  c.model.path = "models/lm_base_composed"
+  c.pager.init = "models/latent_pager_pointer_composed"
+  c.data.train_wordings = 15
+  c.data.test_seed = 2027
+  return c
+
+
 def frontier():
   """The compression sweep at a budget this machine affords per point (docs/latent_pager.md): each
   point's encoder is pretrained from scratch briefly, so its schedule is scaled to that budget
@@ -430,6 +456,7 @@ def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
-                      "cpu_wordings": cpu_wordings, "frontier": frontier, "rot": rot, "seeds": seeds,
+                      "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
+                      "cpu_composed": cpu_composed, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
                       "qwen3_1p7b_repro": qwen3_1p7b_repro})
