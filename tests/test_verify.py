@@ -294,6 +294,17 @@ def test_code_paths_are_the_modules_an_experiment_imports_its_config_and_weights
     assert not {"jaxlab/core/receipts.py", "jaxlab/core/export.py"} & set(receipts.code_paths(experiment))
 
 
+def test_a_receipts_config_file_counts_only_where_its_variant_reads_differently():
+  ran = json.loads((receipts.RESULTS / "latent_pager" / "cpu" / "config.json").read_text())
+  paths = receipts.code_paths("latent_pager", ran)
+  # The variant as it reads today is the one the receipt ran: other variants of the file may change.
+  assert "configs/latent_pager.py" not in paths and "jaxlab/paging/pipeline.py" in paths
+  # Only the weights it reads: not the other shipped models the file names.
+  assert {p for p in paths if p.startswith("models/")} == {"models/lm_base", "models/latent_pager_pointer"}
+  assert "configs/latent_pager.py" in receipts.code_paths("latent_pager", dict(ran, seed=ran["seed"] + 1))
+  assert "configs/latent_pager.py" in receipts.code_paths("latent_pager", dict(ran, variant="no_such_variant"))
+
+
 def test_imports_are_found_inside_functions_relative_and_over_lines(tmp_path):
   file = tmp_path / "m.py"
   file.write_text("import os\nfrom . import sibling\n\ndef f():\n  from ..core import (config,\n    mesh)\n"

@@ -702,13 +702,32 @@ def _imported(file: Path, name: str) -> set[str]:
   return {n for n in found if n == "jaxlab" or n.startswith("jaxlab.")}
 
 
-def code_paths(experiment: str) -> list[str]:
+def _models(config: dict) -> set[str]:
+  """The model folders a run's config names (weights it reads), as repository paths."""
+  values = config_lib.fields(config).values()
+  names = {v for x in values for v in (x if isinstance(x, (list, tuple)) else [x]) if isinstance(v, str)}
+  return {m.rstrip("/") for m in names if m.startswith("models/") and (REPO / m).exists()}
+
+
+def _config_changed(experiment: str, config: dict) -> bool:
+  """Whether the variant a receipt ran (its config.json) reads differently from the config file now
+  (a variant gone or failing to load counts as changed)."""
+  try:
+    now = config_lib.load(f"configs/{experiment}.py:{config['variant']}")
+  except Exception:   # any failure to build the variant today is a change to it
+    return True
+  return bool(config_lib.differences(config, now))
+
+
+def code_paths(experiment: str, config: dict | None = None) -> list[str]:
   """The files an experiment's results depend on, relative to the repository: every module of its
   package and every jaxlab module they import, transitively (parent packages' __init__ included);
   its config file; the model folders the config names (weights it reads); and the CPU thread
   settings every run starts with (`core/cpu_threads.py`: a trained model's last bits depend on
   them). Tools that only read runs (this module, export) are not among them, so changing them
-  leaves receipts current."""
+  leaves receipts current. Given one run's `config` (a receipt's config.json), only the model
+  folders it names count, and the config file only if that variant reads differently now (a new
+  variant beside it changes nothing the receipt ran)."""
   module = importlib.import_module(experiments.EXPERIMENTS[experiment])
   package = Path(module.__file__).parent
   todo = [".".join(f.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
@@ -723,10 +742,12 @@ def code_paths(experiment: str) -> list[str]:
     parts = name.split(".")
     todo += [".".join(parts[:i]) for i in range(1, len(parts))] + sorted(_imported(file, name))
   paths = {str(f.relative_to(REPO)) for f in files.values()} | {"jaxlab/core/cpu_threads.py"}
-  config = REPO / "configs" / f"{experiment}.py"
-  if config.is_file():
-    paths.add(str(config.relative_to(REPO)))
-    paths |= {m for m in re.findall(r"[\"'](models/[\w.-]+)", config.read_text()) if (REPO / m).exists()}
+  file = REPO / "configs" / f"{experiment}.py"
+  if config is not None:
+    paths |= _models(config) | ({str(file.relative_to(REPO))} if _config_changed(experiment, config) else set())
+  elif file.is_file():
+    paths.add(str(file.relative_to(REPO)))
+    paths |= {m for m in re.findall(r"[\"'](models/[\w.-]+)", file.read_text()) if (REPO / m).exists()}
   return sorted(paths)
 
 
@@ -750,7 +771,8 @@ def listing(root: Path = RESULTS) -> list[dict]:
     since = None
     current = _latest(commit, checked.get("commit"))
     if current:
-      log = _git("log", "--format=%h", f"{current}..HEAD", "--", *code_paths(experiment))
+      ran = _read(where / "config.json") if (where / "config.json").is_file() else None
+      log = _git("log", "--format=%h", f"{current}..HEAD", "--", *code_paths(experiment, ran))
       since = None if log is None else [line for line in log.splitlines() if line]
     committed = _git("log", "-1", "--format=%h", "--", str(where / "summary.json"))
     rows.append({"experiment": experiment, "variant": variant, "commit": commit, "dirty": made.get("dirty"),
