@@ -163,12 +163,13 @@ def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb, sc
   return {"answers": answers, "confidence": conf.tolist()}
 
 
-def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None, second=None) -> dict:
-  """Every reference's answers on `records`: {system: {"answers", "confidence"}}; `expanded`: the
-  `expanded` reader's chunk scores per record; `second`: the trained second hop, if any."""
+def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None, second=None) -> tuple[dict, dict]:
+  """Every reference's answers on `records`: {system: {"answers", "confidence"}}, and the chunk
+  scores each scored text reader read by ({reader: per-record scores}); `expanded`: the `expanded`
+  reader's chunk scores per record; `second`: the trained second hop, if any."""
   notes = setup.text_buffer(records, keep="bm25")
   notes.buffer_ids([r["document"] for r in records])   # every rule reads these notes
-  out = {}
+  out, scores = {}, ({"expanded": expanded} if "expanded" in config.references.readers else {})
   for keep in config.references.keep:
     tb = notes.with_keep(keep)
     answers, conf = tb.answer(records)
@@ -176,11 +177,11 @@ def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None, se
   for reader in config.references.readers:
     if reader == "iterative":
       drafts = out["expanded"]["answers"] if expansion.needs_draft(config) else None
-      out[reader] = read(setup, config, records, reader, notes,
-                         iterative_scores(setup.tokenizer, config, records, expanded, drafts, second))
+      scores[reader] = iterative_scores(setup.tokenizer, config, records, expanded, drafts, second)
+      out[reader] = read(setup, config, records, reader, notes, scores[reader])
     elif reader in TEXT_READERS:
       out[reader] = read(setup, config, records, reader, notes, expanded if reader == "expanded" else None)
-  return out
+  return out, scores
 
 
 def expander(setup: pipeline.Setup, config, workdir: Path, splits: dict):
@@ -229,15 +230,12 @@ def run(config, workdir: Path):
   chooser, second = expander(setup, config, workdir, splits) if scoring else (None, None)
   paged = [r for r in readers if r in hybrid.READERS]
   scored = {s: chooser.scores(records[s]) if chooser else None for s in records if s != "train" or paged}
-  answered = {s: answer(setup, config, records[s], scored[s], second) for s in ("validation", "test")}
-  text_scored = lambda s: {
-      **({"expanded": scored[s]} if "expanded" in readers else {}),
-      **({"iterative": iterative_scores(setup.tokenizer, c, records[s], scored[s],
-                                        answered[s].get("expanded", {}).get("answers"), second)}
-         if "iterative" in readers else {})}
+  answered, text_scored = {}, {}
+  for s in ("validation", "test"):
+    answered[s], text_scored[s] = answer(setup, config, records[s], scored[s], second)
   read_by = lambda s: {
       **evidence_read(setup.tokenizer, records[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
-                      c.text_buffer.max_context_tokens, c.text_buffer.separator, text_scored(s)),
+                      c.text_buffer.max_context_tokens, c.text_buffer.separator, text_scored[s]),
       **{r: hybrid.evidence_read(setup.tokenizer, c, r, records[s], scored[s]) for r in paged}}
   stats = {s: {**document_stats(setup.tokenizer, splits[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
                                 c.model.context_tokens), "evidence_read": read_by(s)}
