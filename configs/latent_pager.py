@@ -294,6 +294,16 @@ def cpu_composed():
   return c
 
 
+def cpu_answers():
+  """`cpu_composed` where no answer may start with EOS or the abstain answer's token: every system
+  answers every question in words and abstains only by its validation-chosen confidence threshold,
+  so F1 before abstaining reads answers alone. Its test world (2028) no earlier design has read."""
+  c = cpu_composed()
+  c.generation.begin_suppress = ("eos", "abstain")
+  c.data.test_seed = 2028
+  return c
+
+
 def frontier():
   """The compression sweep at a budget this machine affords per point (docs/latent_pager.md): each
   point's encoder is pretrained from scratch briefly, so its schedule is scaled to that budget
@@ -459,6 +469,6 @@ def get_config(arg=""):
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
-                      "cpu_composed": cpu_composed, "frontier": frontier, "rot": rot, "seeds": seeds,
+                      "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
                       "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -284,6 +284,19 @@ def test_abstain_answer_is_recognised_by_its_ids():
   assert generation.decode(tok, np.array([[2, 1, 0, 0], [3, 1, 0, 0]]), settings, ab) == ["unknown", "Answer"]
 
 
+
+def test_begin_suppress_names_eos_and_the_abstain_answers_first_token():
+  tok = Tokenizer(models.WordLevel({"<pad>": 0, "<eos>": 1, "<unk>": 2, "Answer": 3, ":": 4}, unk_token="<unk>"))
+  tok.pre_tokenizer = pre_tokenizers.Whitespace()
+  ab = generation.abstain_from(tok, "unknown")
+  config = config_lib.load("configs/latent_pager.py:cpu_answers", [], experiment.validate)
+  assert tuple(config.generation.begin_suppress) == ("eos", "abstain")
+  assert generation.settings_from(config, 1, 0, ab).begin_suppress == (1, 2)
+  assert generation.settings_from(config_lib.load("configs/latent_pager.py:cpu", []), 1, 0, ab).begin_suppress == ()
+  with pytest.raises(config_lib.ConfigError, match=r"config\.generation\.begin_suppress: .*'eos', 'abstain'"):
+    config_lib.load("configs/latent_pager.py:cpu_answers", ["--config.generation.begin_suppress=('eos', 'pad')"],
+                    experiment.validate)
+
 # ----------------------------------------------------------------------------- JSONL importer
 def test_jsonl_errors_name_file_and_line(tmp_path):
   good = {"id": "a", "document": "d", "question": "q", "gold_answer": "g", "task_type": "single_fact"}

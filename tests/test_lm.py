@@ -277,6 +277,28 @@ def test_generation_stops_at_the_checkpoints_eos_ids_by_default(tied, tmp_path):
                                 free)
 
 
+def test_begin_suppress_matches_transformers_begin_suppress_tokens(tied):
+  """No row starts with a suppressed id; the rest follows, as Hugging Face's
+  `begin_suppress_tokens`; the log-probability still reads the model's own distribution."""
+  hf, model, _ = tied
+  ids, mask = _prompts()
+  free = generate(model, ids, mask, max_new_tokens=12, repetition_penalty=1.3, pad_id=PAD, return_scores=True)
+  firsts = sorted({int(t) for t in np.asarray(free.tokens)[:, 0]})
+  got = generate(model, ids, mask, max_new_tokens=12, repetition_penalty=1.3, pad_id=PAD, return_scores=True,
+                 begin_suppress=firsts)
+  with torch.no_grad():
+    ref = hf.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=12,
+                      do_sample=False, repetition_penalty=1.3, pad_token_id=PAD, begin_suppress_tokens=firsts,
+                      output_logits=True, return_dict_in_generate=True)
+  new = ref.sequences[:, ids.shape[1]:].numpy()
+  tokens = np.asarray(got.tokens)
+  np.testing.assert_array_equal(tokens[:, :new.shape[1]], new)
+  assert not np.isin(tokens[:, 0], firsts).any() and (tokens[:, 1:] != np.asarray(free.tokens)[:, 1:]).any()
+  logp = torch.stack(ref.logits, 1).log_softmax(-1).numpy()   # raw logits: before any processor
+  want = [sum(logp[r, t, new[r, t]] for t in range(new.shape[1])) for r in range(len(ids))]
+  np.testing.assert_allclose(np.asarray(got.logprob), want, rtol=1e-4, atol=1e-4)
+
+
 def test_generation_refuses_right_padding_and_sampling_without_a_key(tied):
   _, model, _ = tied
   ids, mask = _prompts()

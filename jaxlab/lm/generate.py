@@ -8,7 +8,9 @@ real prompt token and every token generated so far, dividing positive logits and
 negative ones), then temperature, top-k and top-p, then sampling, or argmax when greedy. After
 EOS a row emits `pad_id`, as Hugging Face does. By default generation stops at the checkpoint's
 EOS ids (`model.cfg.eos_token_ids`, from its generation_config.json or config.json; several are
-allowed, as Qwen3's chat checkpoints list two).
+allowed, as Qwen3's chat checkpoints list two). `begin_suppress` is Hugging Face's
+`begin_suppress_tokens`: ids that can never be a row's first new token (EOS there makes an empty
+answer).
 
 Inputs are checked on the host: a row whose last column is padding (right padding) is an error,
 since generation continues from the last column; sampling needs an explicit key. The
@@ -49,14 +51,16 @@ class Scored(NamedTuple):
 def generate(model: Qwen3, input_ids, attention_mask, *, max_new_tokens: int, prefix_embeds=None,
              eos_id: int | Sequence[int] | None = None, pad_id: int = 0, greedy: bool = True,
              temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
-             key=None, lora: bool = True, return_scores: bool = False):
+             key=None, lora: bool = True, return_scores: bool = False, begin_suppress: Sequence[int] = ()):
   """New tokens (B, max_new_tokens), int32, `pad_id` after a row's EOS; with `return_scores` a
   `Scored` of the tokens, their log-probability and the prompt's last state.
 
   input_ids, attention_mask: (B, T), left padded. prefix_embeds: (B, K, D) soft tokens that come
   before the ids. eos_id: None uses the checkpoint's EOS ids; an id or a list of ids replaces
   them; () never stops early. `key` seeds sampling (greedy=False; required then); top_k=0 and
-  top_p=1 switch those off. lora=False ignores LoRA adapters (`qwen3.add_lora`).
+  top_p=1 switch those off. lora=False ignores LoRA adapters (`qwen3.add_lora`). begin_suppress:
+  ids whose logits are -inf at the first new token (its log-probability still reads the model's
+  own distribution).
   """
   if not greedy and key is None:
     raise ValueError("sampling (greedy=False) needs an explicit key=jax.random.key(...)")
@@ -78,7 +82,8 @@ def generate(model: Qwen3, input_ids, attention_mask, *, max_new_tokens: int, pr
   return _run(model, graphdef, state, jnp.asarray(input_ids, jnp.int32), jnp.asarray(attention_mask, bool),
               jnp.asarray(prefix_embeds), key, jnp.asarray(eos, jnp.int32).reshape(-1), jnp.int32(pad_id),
               jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), jnp.float32(repetition_penalty),
-              max_new=max_new_tokens, greedy=greedy, lora=lora, scores=return_scores)
+              max_new=max_new_tokens, greedy=greedy, lora=lora, scores=return_scores,
+              begin_suppress=tuple(sorted(set(int(i) for i in begin_suppress))))
 
 
 @on_mesh
@@ -113,9 +118,10 @@ def choose(logits, seen, key, temperature, top_k, top_p, penalty, *, greedy: boo
   return jax.random.categorical(key, logits).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "max_new", "greedy", "lora", "scores"))
+@functools.partial(jax.jit, static_argnames=("graphdef", "max_new", "greedy", "lora", "scores", "begin_suppress"))
 def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperature, top_k, top_p,
-              penalty, *, max_new: int, greedy: bool, lora: bool, scores: bool = False):
+              penalty, *, max_new: int, greedy: bool, lora: bool, scores: bool = False,
+              begin_suppress: tuple[int, ...] = ()):
   model = nnx.merge(graphdef, state)
   b, k = prefix.shape[:2]
   prompt = jnp.concatenate([prefix.astype(model.dtype), model.embed(ids)], axis=1)
@@ -138,7 +144,11 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperat
 
   def body(carry):
     t, done, out, seen, logits, kv_valid, cache, logprob = carry
-    token = choose(logits, seen, jax.random.fold_in(key, t), temperature, top_k, top_p, penalty,
+    allowed = logits
+    if begin_suppress:   # static: without it the program is unchanged
+      first = (t == 0) & jnp.isin(jnp.arange(vocab), jnp.asarray(begin_suppress, jnp.int32))
+      allowed = jnp.where(first[None, :], -jnp.inf, logits)
+    token = choose(allowed, seen, jax.random.fold_in(key, t), temperature, top_k, top_p, penalty,
                    greedy=greedy)
     token = jnp.where(done, pad_id, token)
     if scores:

@@ -26,8 +26,9 @@ import jax
 from jaxlab.core.config import (ConfigError, import_modules, int_at_least, is_non_negative, is_positive, is_probability,
                                 require, require_int, tuple_of)
 from jaxlab.data import lexicon
-from jaxlab.paging import (arms, encoders, expansion, frontier, hybrid, pager as pager_lib, pages, pipeline, pretrain,
-                           pretrain_report, references, reporting as pager_report, rot, seeds, selective, text_buffer)
+from jaxlab.paging import (arms, encoders, expansion, frontier, generation, hybrid, pager as pager_lib, pages, pipeline,
+                           pretrain, pretrain_report, references, reporting as pager_report, rot, seeds, selective,
+                           text_buffer)
 from jaxlab.paging.pipeline import DTYPES
 
 
@@ -126,6 +127,10 @@ def validate(config) -> None:
     raise ConfigError("pager.encoder", "pretraining needs a slots or icae encoder (pooled pages are one vector)")
   require_int(config, "generation.max_new_tokens", 1)
   require(config, "generation.repetition_penalty", is_positive, "positive (1.0: none)")
+  if "begin_suppress" in config.generation:
+    require(config, "generation.begin_suppress",
+            lambda v: isinstance(v, (tuple, list)) and all(x in generation.BEGIN_SUPPRESS for x in v),
+            f"a tuple of names from {generation.BEGIN_SUPPRESS} (empty: none)")
   require_int(config, "text_buffer.extract_max_tokens", 1)
   require(config, "text_buffer.extract_repetition_penalty", is_positive, "positive (1.0: none)")
   require_int(config, "text_buffer.max_context_tokens", 1)

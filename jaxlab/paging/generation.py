@@ -29,11 +29,21 @@ class Settings:
   eos_id: int
   pad_id: int
   truncate_repeats: bool
+  begin_suppress: tuple[int, ...] = ()   # ids no answer may start with (`generate`'s)
 
 
-def settings_from(config, eos_id: int, pad_id: int) -> Settings:
+BEGIN_SUPPRESS = ("eos", "abstain")   # what `generation.begin_suppress` may name
+
+
+def settings_from(config, eos_id: int, pad_id: int, abstain: Abstain | None = None) -> Settings:
+  """The config's `generation` block. `begin_suppress` names what no answer may start with: "eos"
+  (an empty answer) and "abstain" (the abstain answer's first token): with both, every system
+  answers every question in words and abstains only by its validation-chosen confidence
+  threshold, so F1 before abstaining reads answers alone."""
   g = config.generation
-  return Settings(g.max_new_tokens, float(g.repetition_penalty), eos_id, pad_id, bool(g.truncate_repeats))
+  ids = {"eos": lambda: eos_id, "abstain": lambda: abstain.ids[0]}
+  begin = tuple(sorted({ids[name]() for name in g.get("begin_suppress", ())}))
+  return Settings(g.max_new_tokens, float(g.repetition_penalty), eos_id, pad_id, bool(g.truncate_repeats), begin)
 
 
 def truncate_repeats(text: str) -> str:
@@ -65,7 +75,8 @@ class Generator:
     def fn(state, ids, mask, prefix):
       return generate(nnx.merge(graphdef, state), ids, mask, max_new_tokens=settings.max_new_tokens,
                       prefix_embeds=prefix, eos_id=settings.eos_id, pad_id=settings.pad_id, greedy=True,
-                      repetition_penalty=settings.repetition_penalty, return_scores=True)
+                      repetition_penalty=settings.repetition_penalty, return_scores=True,
+                      begin_suppress=settings.begin_suppress)
 
     self.program = programs.Program("generate", (graphdef, settings), fn)
 

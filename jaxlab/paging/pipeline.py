@@ -56,8 +56,8 @@ class Setup:
     self.tokenizer = tok_lib.load_tokenizer(repo_path(config.model.path))
     check_wordings(self.tokenizer, config)
     self.eos, self.pad = token_id(self.tokenizer, config, "eos_token"), token_id(self.tokenizer, config, "pad_token")
-    self.settings = generation.settings_from(config, self.eos, self.pad)
     self.abstain = generation.abstain_from(self.tokenizer, config.data.abstain_answer)
+    self.settings = generation.settings_from(config, self.eos, self.pad, self.abstain)
     store_dir = repo_path(config.pages.store_dir) if config.pages.store_dir else workdir / "page_store"
     self.store = pages.PageStore(store_dir, self.lm, self.tokenizer, pages.settings_from(config),
                                  pages.model_fingerprint(repo_path(config.model.path)), self.pad)
