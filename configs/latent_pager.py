@@ -295,12 +295,13 @@ def cpu_composed():
 
 
 def cpu_answers():
-  """`cpu_composed` where no answer may start with EOS or the abstain answer's token: every system
-  answers every question in words and abstains only by its validation-chosen confidence threshold,
-  so F1 before abstaining reads answers alone. Its test world (2028) no earlier design has read."""
+  """`cpu_composed` where no answer may start with EOS, padding or the abstain answer's token: every
+  system answers every question in words and abstains only by its validation-chosen confidence
+  threshold, so F1 before abstaining reads answers alone. Its test world (2029) no earlier design
+  has read."""
   c = cpu_composed()
-  c.generation.begin_suppress = ("eos", "abstain")
-  c.data.test_seed = 2028
+  c.generation.begin_suppress = ("eos", "pad", "abstain")
+  c.data.test_seed = 2029
   return c
 
 

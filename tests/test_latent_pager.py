@@ -285,16 +285,16 @@ def test_abstain_answer_is_recognised_by_its_ids():
 
 
 
-def test_begin_suppress_names_eos_and_the_abstain_answers_first_token():
+def test_begin_suppress_names_eos_padding_and_the_abstain_answers_first_token():
   tok = Tokenizer(models.WordLevel({"<pad>": 0, "<eos>": 1, "<unk>": 2, "Answer": 3, ":": 4}, unk_token="<unk>"))
   tok.pre_tokenizer = pre_tokenizers.Whitespace()
   ab = generation.abstain_from(tok, "unknown")
   config = config_lib.load("configs/latent_pager.py:cpu_answers", [], experiment.validate)
-  assert tuple(config.generation.begin_suppress) == ("eos", "abstain")
-  assert generation.settings_from(config, 1, 0, ab).begin_suppress == (1, 2)
+  assert tuple(config.generation.begin_suppress) == ("eos", "pad", "abstain")
+  assert generation.settings_from(config, 1, 0, ab).begin_suppress == (0, 1, 2)
   assert generation.settings_from(config_lib.load("configs/latent_pager.py:cpu", []), 1, 0, ab).begin_suppress == ()
-  with pytest.raises(config_lib.ConfigError, match=r"config\.generation\.begin_suppress: .*'eos', 'abstain'"):
-    config_lib.load("configs/latent_pager.py:cpu_answers", ["--config.generation.begin_suppress=('eos', 'pad')"],
+  with pytest.raises(config_lib.ConfigError, match=r"config\.generation\.begin_suppress: .*'eos', 'pad', 'abstain'"):
+    config_lib.load("configs/latent_pager.py:cpu_answers", ["--config.generation.begin_suppress=('eos', 'bos')"],
                     experiment.validate)
 
 # ----------------------------------------------------------------------------- JSONL importer

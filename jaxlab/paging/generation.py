@@ -32,16 +32,17 @@ class Settings:
   begin_suppress: tuple[int, ...] = ()   # ids no answer may start with (`generate`'s)
 
 
-BEGIN_SUPPRESS = ("eos", "abstain")   # what `generation.begin_suppress` may name
+BEGIN_SUPPRESS = ("eos", "pad", "abstain")   # what `generation.begin_suppress` may name
 
 
 def settings_from(config, eos_id: int, pad_id: int, abstain: Abstain | None = None) -> Settings:
   """The config's `generation` block. `begin_suppress` names what no answer may start with: "eos"
-  (an empty answer) and "abstain" (the abstain answer's first token): with both, every system
-  answers every question in words and abstains only by its validation-chosen confidence
-  threshold, so F1 before abstaining reads answers alone."""
+  (an empty answer), "pad" (a token no training row holds, so an answer made of it decodes
+  empty) and "abstain" (the abstain answer's first token): with all three, every system answers
+  every question in words and abstains only by its validation-chosen confidence threshold, so F1
+  before abstaining reads answers alone."""
   g = config.generation
-  ids = {"eos": lambda: eos_id, "abstain": lambda: abstain.ids[0]}
+  ids = {"eos": lambda: eos_id, "pad": lambda: pad_id, "abstain": lambda: abstain.ids[0]}
   begin = tuple(sorted({ids[name]() for name in g.get("begin_suppress", ())}))
   return Settings(g.max_new_tokens, float(g.repetition_penalty), eos_id, pad_id, bool(g.truncate_repeats), begin)
 
