@@ -305,13 +305,6 @@ def cpu_answers():
   return c
 
 
-def seeds_answers():
-  """`cpu_answers` once per training seed in `seeds.train_seeds`, as `seeds` is `cpu`'s."""
-  c = cpu_answers()
-  c.mode = "seeds"
-  return c
-
-
 def frontier():
   """The compression sweep at a budget this machine affords per point (docs/latent_pager.md): each
   point's encoder is pretrained from scratch briefly, so its schedule is scaled to that budget
@@ -477,7 +470,6 @@ def get_config(arg=""):
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
-                      "cpu_composed": cpu_composed, "cpu_answers": cpu_answers,
-                      "seeds_answers": seeds_answers, "frontier": frontier, "rot": rot, "seeds": seeds,
+                      "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "frontier": frontier, "rot": rot, "seeds": seeds,
                       "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
                       "qwen3_1p7b_repro": qwen3_1p7b_repro})
