@@ -288,14 +288,16 @@ def test_begin_suppress_matches_transformers_begin_suppress_tokens(tied):
                  begin_suppress=firsts)
   with torch.no_grad():
     ref = hf.generate(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=12,
-                      do_sample=False, repetition_penalty=1.3, pad_token_id=PAD, begin_suppress_tokens=firsts,
-                      output_logits=True, return_dict_in_generate=True)
-  new = ref.sequences[:, ids.shape[1]:].numpy()
+                      do_sample=False, repetition_penalty=1.3, pad_token_id=PAD, begin_suppress_tokens=firsts)
+  new = ref[:, ids.shape[1]:].numpy()
   tokens = np.asarray(got.tokens)
   np.testing.assert_array_equal(tokens[:, :new.shape[1]], new)
   assert not np.isin(tokens[:, 0], firsts).any() and (tokens[:, 1:] != np.asarray(free.tokens)[:, 1:]).any()
-  logp = torch.stack(ref.logits, 1).log_softmax(-1).numpy()   # raw logits: before any processor
-  want = [sum(logp[r, t, new[r, t]] for t in range(new.shape[1])) for r in range(len(ids))]
+  # The answer's log-probability teacher forced after its prompt: the model's own, unsuppressed.
+  full = np.concatenate([ids, tokens], axis=1)
+  logits, _ = forward(model, full, np.concatenate([mask, np.ones_like(tokens)], axis=1))
+  logp = jax.nn.log_softmax(np.asarray(logits, np.float32)[:, ids.shape[1] - 1:-1], axis=-1)
+  want = np.take_along_axis(np.asarray(logp), tokens[..., None], axis=-1)[..., 0].sum(axis=1)
   np.testing.assert_allclose(np.asarray(got.logprob), want, rtol=1e-4, atol=1e-4)
 
 
