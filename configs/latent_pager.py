@@ -470,6 +470,6 @@ def get_config(arg=""):
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
-                      "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "frontier": frontier, "rot": rot, "seeds": seeds,
-                      "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
+                      "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "frontier": frontier, "rot": rot,
+                      "seeds": seeds, "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
                       "qwen3_1p7b_repro": qwen3_1p7b_repro})

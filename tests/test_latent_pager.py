@@ -275,20 +275,22 @@ def test_answer_categories_and_hallucination():
   assert not metrics.hallucinated("malformed", True)
 
 
-def test_abstain_answer_is_recognised_by_its_ids():
+def _answer_tokenizer():
   tok = Tokenizer(models.WordLevel({"<pad>": 0, "<eos>": 1, "<unk>": 2, "Answer": 3, ":": 4}, unk_token="<unk>"))
   tok.pre_tokenizer = pre_tokenizers.Whitespace()
+  return tok
+
+
+def test_abstain_answer_is_recognised_by_its_ids():
+  tok = _answer_tokenizer()
   ab = generation.abstain_from(tok, "unknown")
   assert ab.ids == (2,)  # no such word: the LM says it with <unk>
   settings = generation.Settings(4, 1.0, 1, 0, False)
   assert generation.decode(tok, np.array([[2, 1, 0, 0], [3, 1, 0, 0]]), settings, ab) == ["unknown", "Answer"]
 
 
-
 def test_begin_suppress_names_eos_padding_and_the_abstain_answers_first_token():
-  tok = Tokenizer(models.WordLevel({"<pad>": 0, "<eos>": 1, "<unk>": 2, "Answer": 3, ":": 4}, unk_token="<unk>"))
-  tok.pre_tokenizer = pre_tokenizers.Whitespace()
-  ab = generation.abstain_from(tok, "unknown")
+  ab = generation.abstain_from(_answer_tokenizer(), "unknown")
   config = config_lib.load("configs/latent_pager.py:cpu_answers", [], experiment.validate)
   assert tuple(config.generation.begin_suppress) == ("eos", "pad", "abstain")
   assert generation.settings_from(config, 1, 0, ab).begin_suppress == (0, 1, 2)
@@ -296,6 +298,7 @@ def test_begin_suppress_names_eos_padding_and_the_abstain_answers_first_token():
   with pytest.raises(config_lib.ConfigError, match=r"config\.generation\.begin_suppress: .*'eos', 'pad', 'abstain'"):
     config_lib.load("configs/latent_pager.py:cpu_answers", ["--config.generation.begin_suppress=('eos', 'bos')"],
                     experiment.validate)
+
 
 # ----------------------------------------------------------------------------- JSONL importer
 def test_jsonl_errors_name_file_and_line(tmp_path):

@@ -137,6 +137,7 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperat
   # Padding is sent out of range, where the scatter drops it.
   seen = jnp.zeros((b, vocab), bool).at[rows, jnp.where(mask, ids, vocab)].set(True, mode="drop")
   next_pos = jnp.sum(prompt_mask, axis=1, dtype=jnp.int32)
+  banned = np.isin(np.arange(vocab), begin_suppress)   # the first new token's suppressed ids
 
   def cond(carry):
     t, done = carry[0], carry[1]
@@ -146,8 +147,7 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperat
     t, done, out, seen, logits, kv_valid, cache, logprob = carry
     allowed = logits
     if begin_suppress:   # static: without it the program is unchanged
-      first = (t == 0) & jnp.isin(jnp.arange(vocab), jnp.asarray(begin_suppress, jnp.int32))
-      allowed = jnp.where(first[None, :], -jnp.inf, logits)
+      allowed = jnp.where((t == 0) & banned[None, :], -jnp.inf, logits)
     token = choose(allowed, seen, jax.random.fold_in(key, t), temperature, top_k, top_p, penalty,
                    greedy=greedy)
     token = jnp.where(done, pad_id, token)

@@ -42,8 +42,11 @@ def settings_from(config, eos_id: int, pad_id: int, abstain: Abstain | None = No
   every question in words and abstains only by its validation-chosen confidence threshold, so F1
   before abstaining reads answers alone."""
   g = config.generation
-  ids = {"eos": lambda: eos_id, "pad": lambda: pad_id, "abstain": lambda: abstain.ids[0]}
-  begin = tuple(sorted({ids[name]() for name in g.get("begin_suppress", ())}))
+  names = tuple(g.get("begin_suppress", ()))
+  if "abstain" in names and abstain is None:
+    raise ValueError("generation.begin_suppress names 'abstain': settings_from needs the abstain answer")
+  ids = {"eos": eos_id, "pad": pad_id, "abstain": abstain.ids[0] if abstain else None}
+  begin = tuple(sorted({ids[name] for name in names}))
   return Settings(g.max_new_tokens, float(g.repetition_penalty), eos_id, pad_id, bool(g.truncate_repeats), begin)
 
 
