@@ -22,8 +22,9 @@ from jaxlab.core import config as config_lib
 from jaxlab.data import jsonl, long_doc_qa
 from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import train as lm_pretrain
-from jaxlab.paging import (data, experiment, generation, metrics, model as model_lib, pager as pager_lib, pages, pipeline,
-                           pretrain, selective, train)
+from jaxlab.lm.generate import Scored
+from jaxlab.paging import (analysis, data, experiment, generation, metrics, model as model_lib, pager as pager_lib, pages,
+                           pipeline, pretrain, selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 from jaxlab.paging.spec import PagerSpec
@@ -298,6 +299,41 @@ def test_begin_suppress_names_eos_padding_and_the_abstain_answers_first_token():
   with pytest.raises(config_lib.ConfigError, match=r"config\.generation\.begin_suppress: .*'eos', 'pad', 'abstain'"):
     config_lib.load("configs/latent_pager.py:cpu_answers", ["--config.generation.begin_suppress=('eos', 'bos')"],
                     experiment.validate)
+
+
+def test_a_declined_answer_is_never_served_and_ranks_last():
+  """`generation.decline`: where the LM would have begun with a declining id, the confidence is
+  -inf; no threshold serves it (each rule counts it as an abstention) and it ranks below every
+  answer, while the answer in words is kept for F1 before abstaining."""
+  ab = generation.abstain_from(_answer_tokenizer(), "unknown")
+  declines = "--config.generation.decline=('eos', 'pad', 'abstain')"
+  config = config_lib.load("configs/latent_pager.py:cpu_answers", [declines], experiment.validate)
+  settings = generation.settings_from(config, 1, 0, ab)
+  assert settings.decline == (0, 1, 2) and settings.begin_suppress == (0, 1, 2)
+  assert generation.settings_from(config_lib.load("configs/latent_pager.py:cpu_answers", []), 1, 0, ab).decline == ()
+  with pytest.raises(config_lib.ConfigError, match=r"config\.generation\.decline: .*\('eos', 'pad', 'abstain'\)"):
+    config_lib.load("configs/latent_pager.py:cpu_answers", ["--config.generation.decline=('bos',)"],
+                    experiment.validate)
+  with pytest.raises(ValueError, match="decline .* names what generation.begin_suppress"):
+    generation.settings_from(config_lib.load("configs/latent_pager.py:cpu_answers",
+                                             [declines, "--config.generation.begin_suppress=('eos',)"]), 1, 0, ab)
+  got = Scored(tokens=np.array([[5, 1], [6, 1], [7, 1]]), logprob=np.array([-1.0, -2.0, -3.0], np.float32),
+               last_state=np.zeros((3, 4)), first=np.array([5, 2, 1]))
+  conf = generation.served_confidence(got.logprob, got, settings)
+  assert conf.dtype == np.float32 and conf.tolist() == [-1.0, -np.inf, -np.inf]
+  assert generation.served_confidence(got.logprob, got, dataclasses.replace(settings, decline=())).tolist() == [-1, -2, -3]
+  # No threshold serves it, whatever the rule; among the rest the rules act as before.
+  assert selective.gate(["a", "b", "c"], conf, -np.inf, "unknown") == ["a", "unknown", "unknown"]
+  golds, answers = ["a", "b", "unknown", "c"], ["a", "b", "x", "y"]
+  conf = [0.9, -np.inf, 0.2, 0.5]
+  best = selective.choose_threshold(answers, conf, golds, "unknown")
+  assert best["threshold"] == 0.5 and best["abstain_rate"] == 0.5 and best["utility"] == pytest.approx(0.5)
+  assert selective.choose_threshold(["a", "b"], [-np.inf, 0.5], ["a", "b"], "unknown")["utility"] == 0.5
+  everything = selective.choose(answers, conf, golds, "unknown", "coverage", 1.0)
+  assert everything["threshold"] == -np.inf and everything["coverage"] == 0.75
+  assert selective.f1_at_coverage(conf, [1.0, 1.0, 0.0, 0.0], 0.75) == pytest.approx(1 / 3)
+  rows = [{"answers": {"text_buffer": a}, "confidence": {"text_buffer": c}} for a, c in zip(answers, conf)]
+  assert analysis.final_answers(rows, "text_buffer", {"text_buffer": everything}, "unknown") == ["a", "unknown", "x", "y"]
 
 
 # ----------------------------------------------------------------------------- JSONL importer

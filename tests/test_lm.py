@@ -293,6 +293,9 @@ def test_begin_suppress_matches_transformers_begin_suppress_tokens(tied):
   tokens = np.asarray(got.tokens)
   np.testing.assert_array_equal(tokens[:, :new.shape[1]], new)
   assert not np.isin(tokens[:, 0], firsts).any() and (tokens[:, 1:] != np.asarray(free.tokens)[:, 1:]).any()
+  # Each row's first token as chosen without suppression: the unsuppressed run's.
+  np.testing.assert_array_equal(np.asarray(got.first), np.asarray(free.tokens)[:, 0])
+  np.testing.assert_array_equal(np.asarray(free.first), np.asarray(free.tokens)[:, 0])
   # The answer's log-probability teacher forced after its prompt: the model's own, unsuppressed.
   full = np.concatenate([ids, tokens], axis=1)
   logits, _ = forward(model, full, np.concatenate([mask, np.ones_like(tokens)], axis=1))

@@ -10,7 +10,7 @@ EOS a row emits `pad_id`, as Hugging Face does. By default generation stops at t
 EOS ids (`model.cfg.eos_token_ids`, from its generation_config.json or config.json; several are
 allowed, as Qwen3's chat checkpoints list two). `begin_suppress` is Hugging Face's
 `begin_suppress_tokens`: ids that can never be a row's first new token (EOS there makes an empty
-answer).
+answer); the scores then also say which token the row would have begun with.
 
 Inputs are checked on the host: a row whose last column is padding (right padding) is an error,
 since generation continues from the last column; sampling needs an explicit key. The
@@ -21,7 +21,9 @@ With `return_scores=True` the same program also returns what a caller scoring it
 needs, so it costs no second pass: each row's log-probability of the tokens it generated (up to
 and including its EOS) under the model's own distribution, the raw logits before the repetition
 penalty or temperature (what teacher forcing the answer after its prompt gives), and the
-prompt's last hidden state after the final norm (the state that predicted the first new token).
+prompt's last hidden state after the final norm (the state that predicted the first new token),
+and the first new token each row would choose without `begin_suppress` (its own first token when
+nothing is suppressed).
 
 One difference from Hugging Face: its repetition penalty also counts the pad ids of left padding,
 which belong to no prompt; here only tokens the mask marks real are counted.
@@ -46,6 +48,7 @@ class Scored(NamedTuple):
   tokens: jax.Array      # (B, max_new_tokens) int32, `pad_id` after a row's EOS
   logprob: jax.Array     # (B,) float32: sum of log p(token) over the row's tokens, its EOS included
   last_state: jax.Array  # (B, D): the prompt's last hidden state, after the final norm
+  first: jax.Array       # (B,) int32: the first new token the row would choose without `begin_suppress`
 
 
 def generate(model: Qwen3, input_ids, attention_mask, *, max_new_tokens: int, prefix_embeds=None,
@@ -138,6 +141,8 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperat
   seen = jnp.zeros((b, vocab), bool).at[rows, jnp.where(mask, ids, vocab)].set(True, mode="drop")
   next_pos = jnp.sum(prompt_mask, axis=1, dtype=jnp.int32)
   banned = np.isin(np.arange(vocab), begin_suppress)   # the first new token's suppressed ids
+  if scores and begin_suppress:   # the first token as chosen without suppression
+    first = choose(logits, seen, jax.random.fold_in(key, 0), temperature, top_k, top_p, penalty, greedy=greedy)
 
   def cond(carry):
     t, done = carry[0], carry[1]
@@ -168,4 +173,6 @@ def _generate(graphdef, state, ids, mask, prefix, key, eos_ids, pad_id, temperat
   # Replicated, so every process can read them (the model may span processes).
   if not scores:
     return constrain(carry[2])
-  return Scored(constrain(carry[2]), constrain(carry[7]), constrain(h[:, -1]))
+  if not begin_suppress:
+    first = carry[2][:, 0]
+  return Scored(constrain(carry[2]), constrain(carry[7]), constrain(h[:, -1]), constrain(first))

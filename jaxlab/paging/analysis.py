@@ -76,8 +76,9 @@ def final_answers(rows, system: str, chosen: dict, abstain: str) -> list:
   answers = [r["answers"][system] for r in rows]
   if system not in chosen:
     return answers
-  conf = [r["confidence"][system] for r in rows]
-  return [a if a is None else (a if c >= chosen[system]["threshold"] else abstain) for a, c in zip(answers, conf)]
+  conf = [np.nan if a is None else r["confidence"][system] for a, r in zip(answers, rows)]
+  served = selective.serves(conf, chosen[system]["threshold"])
+  return [a if a is None else (a if ok else abstain) for a, ok in zip(answers, served)]
 
 
 def scores(rows, answers: list, abstain: str) -> dict:

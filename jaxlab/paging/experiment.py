@@ -125,12 +125,15 @@ def validate(config) -> None:
     require(config, f"pretrain.{field}", is_non_negative, ">= 0")
   if config.mode == "pretrain" and stored:
     raise ConfigError("pager.encoder", "pretraining needs a slots or icae encoder (pooled pages are one vector)")
+  if "eval_questions" in config.train:
+    require_int(config, "train.eval_questions", 0, "0: every validation question")
   require_int(config, "generation.max_new_tokens", 1)
   require(config, "generation.repetition_penalty", is_positive, "positive (1.0: none)")
-  if "begin_suppress" in config.generation:
-    require(config, "generation.begin_suppress",
-            lambda v: isinstance(v, (tuple, list)) and all(x in generation.BEGIN_SUPPRESS for x in v),
-            f"a tuple of names from {generation.BEGIN_SUPPRESS} (empty: none)")
+  suppressed = tuple(config.generation.get("begin_suppress", ()))
+  for field, names in (("begin_suppress", generation.BEGIN_SUPPRESS), ("decline", suppressed)):
+    if field in config.generation:
+      require(config, f"generation.{field}", lambda v, names=names: isinstance(v, (tuple, list)) and
+              all(x in names for x in v), f"a tuple of names from {names} (empty: none)")
   require_int(config, "text_buffer.extract_max_tokens", 1)
   require(config, "text_buffer.extract_repetition_penalty", is_positive, "positive (1.0: none)")
   require_int(config, "text_buffer.max_context_tokens", 1)

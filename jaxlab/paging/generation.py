@@ -30,24 +30,39 @@ class Settings:
   pad_id: int
   truncate_repeats: bool
   begin_suppress: tuple[int, ...] = ()   # ids no answer may start with (`generate`'s)
+  decline: tuple[int, ...] = ()          # of those, the ones that, chosen first unsuppressed, decline
 
 
-BEGIN_SUPPRESS = ("eos", "pad", "abstain")   # what `generation.begin_suppress` may name
+BEGIN_SUPPRESS = ("eos", "pad", "abstain")   # what `generation.begin_suppress` and `decline` may name
 
 
 def settings_from(config, eos_id: int, pad_id: int, abstain: Abstain | None = None) -> Settings:
   """The config's `generation` block. `begin_suppress` names what no answer may start with: "eos"
   (an empty answer), "pad" (a token no training row holds, so an answer made of it decodes
   empty) and "abstain" (the abstain answer's first token): with all three, every system answers
-  every question in words and abstains only by its validation-chosen confidence threshold, so F1
-  before abstaining reads answers alone."""
+  every question in words, so F1 before abstaining reads answers alone. `decline` names those of
+  them that, where the LM would have begun with one, mean the system declines to answer as
+  served (`served_confidence`): the answer in words is still what F1 before abstaining scores."""
   g = config.generation
-  names = tuple(g.get("begin_suppress", ()))
+  names, decline = tuple(g.get("begin_suppress", ())), tuple(g.get("decline", ()))
+  if not set(decline) <= set(names):
+    raise ValueError(f"generation.decline {decline} names what generation.begin_suppress {names} does not")
   if "abstain" in names and abstain is None:
     raise ValueError("generation.begin_suppress names 'abstain': settings_from needs the abstain answer")
   ids = {"eos": eos_id, "pad": pad_id, "abstain": abstain.ids[0] if abstain else None}
-  begin = tuple(sorted({ids[name] for name in names}))
-  return Settings(g.max_new_tokens, float(g.repetition_penalty), eos_id, pad_id, bool(g.truncate_repeats), begin)
+  begin, declined = (tuple(sorted({ids[name] for name in n})) for n in (names, decline))
+  return Settings(g.max_new_tokens, float(g.repetition_penalty), eos_id, pad_id, bool(g.truncate_repeats), begin,
+                  declined)
+
+
+def served_confidence(confidence, got: Scored, settings: Settings) -> np.ndarray:
+  """`confidence` where the LM's own first token (before `begin_suppress`) is none of
+  `settings.decline`, -inf where it is one: the system declined, and no threshold serves that
+  answer (`selective.serves`); it ranks below every other answer."""
+  confidence = np.asarray(confidence)
+  if not settings.decline:
+    return confidence
+  return np.where(np.isin(got.first, settings.decline), -np.inf, confidence).astype(confidence.dtype)
 
 
 def truncate_repeats(text: str) -> str:

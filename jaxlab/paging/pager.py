@@ -242,7 +242,9 @@ class Reader:
       score = p if self.confidence == "head" else np.log(np.maximum(p, np.finfo(np.float32).tiny))
     if self.confidence != "head":
       score = score + got.logprob
-    return texts, (np.asarray(score) if self.head or self.confidence != "head" else None)
+    if not (self.head or self.confidence != "head"):
+      return texts, None
+    return texts, generation.served_confidence(score, got, self.generator.settings)
 
   def peak_bytes(self, inputs, q_width: int) -> int:
     """The largest of its programs' device memory for one batch of `inputs`."""

@@ -88,20 +88,22 @@ def train_pager(setup: Setup, config, workdir: Path, splits: dict, restore_only:
   per_row = c.train.questions_per_row
   tr = train.Split.of(splits["train"], docs_for("pages (train)"), setup.tokenizer, c.prompts.pager, setup.eos,
                       per_row, c.data.abstain_answer)
-  va = train.Split.of(splits["validation"], docs_for("pages (validation)"), setup.tokenizer, c.prompts.pager,
+  # Training evaluates on the first `train.eval_questions` validation questions (0: all of them).
+  evaluated = splits["validation"][:c.train.get("eval_questions", 0) or None]
+  va = train.Split.of(evaluated, docs_for("pages (validation)"), setup.tokenizer, c.prompts.pager,
                       setup.eos, 1, c.data.abstain_answer)
   every = [r for recs in splits.values() for r in recs]
   max_pages = c.pages.max_pages or max(len(setup.store.chunks(d)) for d in {r["document"] for r in every})
-  # The question width training sees comes from train and validation only, never the test's:
-  # answering computes its own width (`answer_split`).
-  q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, splits["train"] + splits["validation"])
+  # The question width training sees comes from train and the validation it reads only, never the
+  # test's: answering computes its own width (`answer_split`).
+  q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, splits["train"] + evaluated)
   # Restored params replace every leaf, so a finished run is read back without its encoder folder.
   init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init and not restore_only else None
   graphdef, params, history = train.fit(c, workdir, setup.lm, setup.tokenizer, tr, va, max_pages=max_pages,
                                         q_width=q_width, settings=setup.settings, pad_id=setup.pad, mesh=setup.mesh,
                                         abstain=setup.abstain, init_params=init, restore_only=restore_only)
   return {"graphdef": graphdef, "params": params, "history": history, "max_pages": max_pages, "q_width": q_width,
-          "validation_docs": va.docs}
+          "validation_docs": va.docs if len(evaluated) == len(splits["validation"]) else None}
 
 
 ALL_SYSTEMS = ("latent_pager", "text_buffer", "full_context")

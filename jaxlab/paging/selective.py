@@ -40,8 +40,15 @@ def utility(answers: list[str], golds: list[str]) -> np.ndarray:
   return np.array([metrics.token_f1(a, g) for a, g in zip(answers, golds)])
 
 
+def serves(confidence, threshold: float) -> np.ndarray:
+  """Which answers a threshold serves: those at or above it, never one whose confidence is -inf
+  (a system that declined to answer, `generation.served_confidence`)."""
+  conf = np.asarray(confidence, np.float64)
+  return (conf >= threshold) & (conf > -np.inf)
+
+
 def gate(answers: list[str], confidence, threshold: float, abstain: str) -> list[str]:
-  return [a if c >= threshold else abstain for a, c in zip(answers, np.asarray(confidence))]
+  return [a if ok else abstain for a, ok in zip(answers, serves(confidence, threshold))]
 
 
 def choose_threshold(answers: list[str], confidence, golds: list[str], abstain: str) -> dict:
@@ -53,8 +60,10 @@ def choose_threshold(answers: list[str], confidence, golds: list[str], abstain: 
   # Threshold t_k = conf[order[k]] abstains on the k least confident questions.
   gains = np.concatenate([[0.0], np.cumsum(abstained[order] - answered[order])])
   candidates = np.concatenate([conf[order], [np.inf]])
-  # A threshold between two equal confidences cannot split them: only the last k of a tie run is reachable.
+  # A threshold between two equal confidences cannot split them: only the last k of a tie run is
+  # reachable; none serves a declined answer (-inf), so k starts at their count.
   reachable = np.concatenate([[True], conf[order][1:] != conf[order][:-1], [True]])
+  reachable[:int(np.sum(conf == -np.inf))] = False
   total = answered.sum() + np.where(reachable, gains, -np.inf)
   k = int(np.argmax(total))  # the first maximum: the fewest abstentions
   threshold = float(-np.inf) if k == 0 else float(candidates[k])
@@ -76,8 +85,8 @@ def threshold_at_coverage(confidence, coverage: float) -> dict:
   conf = np.sort(np.asarray(confidence, np.float64))[::-1]
   k = answered(coverage, len(conf))
   threshold = float(-np.inf) if k >= len(conf) else float(conf[max(k, 1) - 1])
-  return {"threshold": threshold, "coverage": float(np.mean(conf >= threshold)),
-          "abstain_rate": float(np.mean(conf < threshold))}
+  served = serves(conf, threshold)
+  return {"threshold": threshold, "coverage": float(np.mean(served)), "abstain_rate": float(np.mean(~served))}
 
 
 def choose(answers: list[str], confidence, golds: list[str], abstain: str, rule: str, coverage: float) -> dict:

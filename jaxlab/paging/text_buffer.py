@@ -62,7 +62,7 @@ def generate_rows(generator: generation.Generator, tokenizer, rows: list[list[in
     got = generator(ids[idx], mask[idx])
     out += generation.decode(tokenizer, got.tokens, generator.settings, abstain)[:keep]
     if confidence:
-      conf.append(got.logprob[:keep])
+      conf.append(generation.served_confidence(got.logprob, got, generator.settings)[:keep])
   return out, (np.concatenate(conf) if confidence else None)
 
 
