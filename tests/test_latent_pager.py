@@ -516,6 +516,33 @@ def test_pager_confidences_are_the_head_the_answer_and_their_sum(run):
     config_lib.load("configs/latent_pager.py:smoke", ["--config.sufficiency.enabled=False"], experiment.validate)
 
 
+def test_training_evaluates_on_the_first_eval_questions_of_validation(tiny_lm, tmp_path, monkeypatch):
+  """`train.eval_questions`: fine-tuning evaluates on the first that many validation questions (the
+  thresholds and every system's validation answers still read them all)."""
+  config = _load("smoke", tiny_lm, tmp_path)
+  with config.unlocked():
+    config.train.eval_questions = 3
+  splits = data.load(data.DataSpec.of(config), tmp_path)
+  seen = {}
+
+  class Seen(Exception):
+    pass
+
+  def fit(config, workdir, lm, tokenizer, tr, va, **kw):
+    seen.update(train=[r["id"] for r in tr.records], validation=[r["id"] for r in va.records])
+    raise Seen
+
+  monkeypatch.setattr(train, "fit", fit)
+  with pytest.raises(Seen):
+    pipeline.train_pager(pipeline.Setup(config, tmp_path), config, tmp_path, splits)
+  every = [r["id"] for r in splits["validation"]]
+  assert seen["validation"] == every[:3] and len(every) > 3 and seen["train"]
+  with pytest.raises(config_lib.ConfigError, match=r"config\.train\.eval_questions"):
+    with config.unlocked():
+      config.train.eval_questions = -1
+    experiment.validate(config)
+
+
 def test_thresholds_are_chosen_on_validation_only(run):
   config, workdir, seen, _ = run
   val = [json.loads(line) for line in (workdir / "validation.jsonl").read_text().splitlines()]
