@@ -485,6 +485,5 @@ def get_config(arg=""):
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
-                      "frontier": frontier, "rot": rot,
-                      "seeds": seeds, "smoke": smoke, "long": long, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b,
-                      "qwen3_1p7b_repro": qwen3_1p7b_repro})
+                      "frontier": frontier, "rot": rot, "seeds": seeds, "smoke": smoke, "long": long,
+                      "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

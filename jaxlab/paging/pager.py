@@ -236,14 +236,14 @@ class Reader:
   def _generate(self, tokenizer, soft, ids, mask, abstain) -> tuple[list[str], np.ndarray | None]:
     got = self.generator(ids, mask, prefix_embeds=soft)
     texts = generation.decode(tokenizer, got.tokens, self.generator.settings, abstain)
+    if self.confidence == "head" and not self.head:
+      return texts, None
     score = 0.0
     if self.head:
       p = np.asarray(self.head_program(self.params, soft, jnp.asarray(got.last_state)))
       score = p if self.confidence == "head" else np.log(np.maximum(p, np.finfo(np.float32).tiny))
     if self.confidence != "head":
       score = score + got.logprob
-    if not (self.head or self.confidence != "head"):
-      return texts, None
     return texts, generation.served_confidence(score, got, self.generator.settings)
 
   def peak_bytes(self, inputs, q_width: int) -> int:
