@@ -7,13 +7,14 @@ import numpy as np
 from jaxlab.core import report as report_lib
 from jaxlab.core.stats import bootstrap_claim
 from jaxlab.paging import published
+from jaxlab.paging.spec import kept
 
 def claims(summary, main, sc, resamples: int, seed: int) -> list[dict]:
   f, iv = summary["figures"], summary["intervals"]
   m = lambda key: f[key]["mean"]
   ours = lambda metric: f"pager {m(f'all/latent_pager/{metric}'):.4f} vs text {m(f'all/text_buffer/{metric}'):.4f}"
   history = summary["training"]
-  best_f1 = max(history, key=lambda h: (h["val_f1"], -h["step"]))
+  best_f1 = kept(history, "val_f1")
   best_loss = min(history, key=lambda h: h["val_loss"])
   flip = lambda i: None if i is None else {**i, "diff": -i["diff"], "ci": None if i["ci"] is None else
                                            [-i["ci"][1], -i["ci"][0]]}

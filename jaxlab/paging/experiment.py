@@ -30,6 +30,7 @@ from jaxlab.paging import (arms, encoders, expansion, frontier, generation, hybr
                            pretrain, pretrain_report, references, reporting as pager_report, rot, seeds, selective,
                            text_buffer)
 from jaxlab.paging.pipeline import DTYPES
+from jaxlab.paging.spec import KEEP
 
 
 def _pretrain(config, workdir: Path):
@@ -127,6 +128,8 @@ def validate(config) -> None:
     raise ConfigError("pager.encoder", "pretraining needs a slots or icae encoder (pooled pages are one vector)")
   if "eval_questions" in config.train:
     require_int(config, "train.eval_questions", 0, "0: every validation question")
+  if "keep" in config.train:
+    require(config, "train.keep", lambda v: v in KEEP, f"one of {', '.join(KEEP)}")
   require_int(config, "generation.max_new_tokens", 1)
   require(config, "generation.repetition_penalty", is_positive, "positive (1.0: none)")
   suppressed = tuple(config.generation.get("begin_suppress", ()))

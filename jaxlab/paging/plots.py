@@ -10,9 +10,10 @@ import matplotlib.pyplot as plt
 from jaxlab.core import report as report_lib
 from jaxlab.paging import published
 from jaxlab.paging.figures import LABELS
+from jaxlab.paging.spec import kept
 
 
-def plot_training(history: list[dict], workdir: Path) -> str:
+def plot_training(history: list[dict], workdir: Path, keep: str = "val_f1") -> str:
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
   x = [h["step"] for h in history]
   pub = sorted(published.TRAINING.items())
@@ -25,8 +26,7 @@ def plot_training(history: list[dict], workdir: Path) -> str:
     ax.set_title(title)
     ax.legend(loc="lower right")
     twin.legend(loc="upper right")
-  best = max(history, key=lambda h: (h["val_f1"], -h["step"]))
-  axes[0].axvline(best["step"], color="C1", lw=0.8)
+  axes[0].axvline(kept(history, keep)["step"], color="C1", lw=0.8)   # the state the run answers with
   return report_lib.save_plot(fig, workdir, "training_curve.png")
 
 

@@ -14,6 +14,7 @@ from jaxlab.paging.bar import bar_parts, declared_text, latency_bar
 from jaxlab.paging.figures import (ANSWER_METRICS, HELD_OUT, LABELS, NAMES, SYSTEMS, TASKS, cell, ci_text, coverage_key,
                                    diff_text, read_rows)
 from jaxlab.paging.plots import plot_risk_coverage, plot_training
+from jaxlab.paging.spec import kept
 
 
 def latency_target(ratio: dict | None, speedup: float) -> dict:
@@ -210,14 +211,15 @@ def write(workdir: Path) -> Path:
   ok = [r for r in main if r.get("answerable", True)]
   n = {"all": len(ok), **{t: sum(r["task_type"] == t for r in ok) for t in ("single_fact", "multi_hop")},
        "full_context": sum(r["answers"].get("full_context") is not None for r in ok)}
-  images = [plot_training(history, workdir)]
+  keep = config["train"].get("keep", "val_f1")
+  images = [plot_training(history, workdir, keep)]
   rc = plot_risk_coverage(summary, workdir)
   images += [rc] if rc else []
   curve = report_lib.markdown_table(
       ["step", "questions seen", "train loss", "val loss", "val F1", "lr"],
       [[h["step"], h.get("questions", ""), "-" if h["train_loss"] is None else f"{h['train_loss']:.4f}",
         f"{h['val_loss']:.4f}", f"{h['val_f1']:.4f}", f"{h['lr']:.3g}"] for h in history])
-  best = max(history, key=lambda h: (h["val_f1"], -h["step"]))
+  best = kept(history, keep)
   examples = report_lib.markdown_table(
       ["type", "answerable", "question", "gold"] + [LABELS[s] for s in systems],
       [[r["task_type"], r.get("answerable", True), r["question"], r["gold_answer"]]
@@ -250,8 +252,9 @@ def write(workdir: Path) -> Path:
       report_lib.claims_section(summary["claims"], "Intervals are paired bootstraps over test questions; the speed "
                                 "claim is graded in the latency section (timings stay out of summary.json). "
                                 + memory_note(summary["figures"])),
-      ("Training", f"Kept checkpoint: step {best['step']} (best validation F1 {best['val_f1']:.4f}); never chosen by "
-                   "validation loss.\n\n" + curve),
+      ("Training", (f"Kept checkpoint: step {best['step']} (best validation F1 {best['val_f1']:.4f}); never chosen by "
+                    "validation loss." if keep == "val_f1" else f"Kept checkpoint: the last, step {best['step']} "
+                    f"(validation F1 {best['val_f1']:.4f}; `train.keep = {keep}`).") + "\n\n" + curve),
       report_lib.plots_section(images),
       ("Examples", examples),
   ]

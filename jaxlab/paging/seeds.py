@@ -30,6 +30,7 @@ from jaxlab.core.config import derive, to_dict
 from jaxlab.core.stats import describe, nested_bootstrap
 from jaxlab.paging import (analysis, bar as bar_lib, figures as figures_lib, latency as latency_lib, metrics,
                            pipeline, reporting as pager_report, selective)
+from jaxlab.paging.spec import kept
 
 def seed_unit_mean(d: np.ndarray):
   """The margin function of `nested_bootstrap` for the mean of a (seeds, units) array."""
@@ -126,11 +127,12 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
   parts = bar_lib.bar_parts(declared)
   for s in seeds:
     h = runs[s]["summary"]["headline"]
-    best = max(runs[s]["history"], key=lambda r: (r["val_f1"], -r["step"]))
-    figures[f"seed_{s}/best_val_f1"] = {"mean": best["val_f1"], "sd": None, "n": 1}
+    history = runs[s]["history"]
+    figures[f"seed_{s}/best_val_f1"] = {"mean": kept(history)["val_f1"], "sd": None, "n": 1}
     for part, hkey, _, _ in parts:
       intervals[f"seed_{s}/{part}/latent_pager-text_buffer"] = h[hkey]
-    per_seed[str(s)] = {"kept_step": best["step"], **runs[s]["summary"]["bar"]}
+    keep = runs[s]["config"]["train"].get("keep", "val_f1")
+    per_seed[str(s)] = {"kept_step": kept(history, keep)["step"], **runs[s]["summary"]["bar"]}
   over = {hkey: intervals[f"over_seeds/{part}/latent_pager-text_buffer"] for part, hkey, _, _ in parts}
   bar = {"per_seed": per_seed, "over_seeds": bar_lib.bar(over, declared)}
   return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
@@ -185,10 +187,11 @@ def report(workdir) -> Path:
   figs, iv, b = summary["figures"], summary["intervals"], summary["bar"]
   parts = bar_lib.bar_parts(config["bar"])
   cell = lambda k: figures_lib.diff_text(iv, k)
+  kept_f1 = {s: kept(runs[s]["history"], runs[s]["config"]["train"].get("keep", "val_f1"))["val_f1"] for s in runs}
   rows = []
   for s in summary["train_seeds"]:
     t, part = timing["per_seed"][str(s)], b["per_seed"][str(s)]
-    rows.append([s, f"{part['kept_step']} ({figs[f'seed_{s}/best_val_f1']['mean']:.3f})"]
+    rows.append([s, f"{part['kept_step']} ({kept_f1[s]:.3f})"]
                 + [f"{figs[f'seed_{s}/latent_pager/{p}']['mean']:.4f}; {cell(f'seed_{s}/{p}/latent_pager-text_buffer')}"
                    for p, *_ in parts]
                 + [figures_lib.ci_text(t["latency_ratio"], 2) if t["latency_ratio"] else "n/a",

@@ -47,6 +47,16 @@ class PagerSpec:
                seed=training_seed(config))
 
 
+KEEP = ("val_f1", "last")   # the best validation F1 (ties: the earlier step), or the last step
+
+
+def kept(history: list[dict], keep: str = "val_f1") -> dict:
+  """The evaluation record of the state a run answers with under `keep` (`KEEP`)."""
+  if keep == "last":
+    return max(history, key=lambda r: r["step"])
+  return max(history, key=lambda r: (r["val_f1"], -r["step"]))
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainSpec:
   """The QA fine-tuning's settings (`train.*`), shared by the pager and the text buffer's bridge."""
@@ -60,10 +70,12 @@ class TrainSpec:
   weight_decay: float
   clip_norm: float
   seed: int                       # row order and dropout (`training_seed`)
+  keep: str = "val_f1"            # the state a run answers with (`KEEP`)
 
   @classmethod
   def of(cls, config) -> TrainSpec:
     t = config.train
     return cls(epochs=t.epochs, steps=t.steps, batch_size=t.batch_size, questions_per_row=t.questions_per_row,
                eval_every=t.eval_every, learning_rate=t.learning_rate, warmup_steps=t.warmup_steps,
-               weight_decay=t.weight_decay, clip_norm=t.clip_norm, seed=training_seed(config))
+               weight_decay=t.weight_decay, clip_norm=t.clip_norm, seed=training_seed(config),
+               keep=t.get("keep", "val_f1"))

@@ -16,8 +16,11 @@ unanswerable question's gold answer is the abstain string), then one checkpoint 
 params and optimizer state by name, with the history in its metadata. One manager keeps the
 latest (for resuming) and the best by validation F1 (never validation loss: the published run's
 val F1 peaked at epoch 2 while its val loss reached its minimum at epoch 3 and stayed within
-0.01 of it to epoch 10). Restore order on resume: the metadata (its fingerprint must match),
-then the state into the abstract target of a freshly built one, then the loop's position.
+0.01 of it to epoch 10). `train.keep` names the state the run answers with (`spec.KEEP`): that best
+(the default, as published) or the last step's. It trains nothing, so it stays out of the
+checkpoints' fingerprint: a finished run reads back under either rule. Restore order on resume:
+the metadata (its fingerprint must match), then the state into the abstract target of a freshly
+built one, then the loop's position.
 
 `fine_tune` is that loop for any trainable part beside the frozen LM: the pager here, and the
 text buffer's LoRA bridge (`text_bridge`), which reads the same rows (`question_rows`) in the
@@ -185,15 +188,19 @@ FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "sufficiency", 
 
 
 def fingerprint(config, fields) -> str:
-  """The hash a run's checkpoints are kept under: the config's sections that fix what it trains."""
-  return checkpoint.fingerprint({k: to_dict(config)[k] for k in fields if k in config})
+  """The hash a run's checkpoints are kept under: the config's sections that fix what it trains
+  (`train.keep` left out: it chooses among the checkpoints)."""
+  parts = {k: to_dict(config)[k] for k in fields if k in config}
+  if "train" in parts:
+    parts["train"] = {k: v for k, v in parts["train"].items() if k != "keep"}
+  return checkpoint.fingerprint(parts)
 
 
 def fit(config, workdir: Path, lm, tokenizer, train: Split, val: Split, *, max_pages: int, q_width: int, settings,
         pad_id: int, mesh, abstain=None, init_params=None,
         restore_only: bool = False) -> tuple[object, object, list[dict]]:
-  """Trains (or resumes) the pager on the core loop; returns its graphdef, the best-by-val-F1
-  params and the history. `init_params`: a pretrained encoder's parameters to start from (see
+  """Trains (or resumes) the pager on the core loop; returns its graphdef, the kept params
+  (`train.keep`) and the history. `init_params`: a pretrained encoder's parameters to start from (see
   `pretrain`). `restore_only`: read a finished run back without training (`core.train.Unfinished`
   when it has not finished)."""
   t = TrainSpec.of(config)
@@ -242,7 +249,7 @@ def fine_tune(t: TrainSpec, workdir: Path, lm, graphdef, params, *, rows: int, b
   validation loss and F1, and the best by validation F1. `params` (of `graphdef`) are the
   trainable state; `lm` the frozen LM, an argument under `stop_gradient`; `batch_of(rows)` the
   host batch of training rows (indices below `rows`); `loss_fn` as `train_step` takes it;
-  `val_loss(params)`, `val_f1(params)` floats. Returns the best params and the history."""
+  `val_loss(params)`, `val_f1(params)` floats. Returns the kept params (`t.keep`) and the history."""
   per_epoch = check_rows(t, rows, mesh)
   total = t.steps or per_epoch * t.epochs
   lm_graphdef, lm_state = nnx.split(lm)
@@ -274,7 +281,7 @@ def fine_tune(t: TrainSpec, workdir: Path, lm, graphdef, params, *, rows: int, b
   loop = train_lib.Loop(step, total, evaluate, eval_every=t.eval_every or per_epoch, eval_at_start=eval_at_start,
                         best=lambda record: selection(record["val_f1"], record["step"]), name=name)
   result = train_lib.fit(loop, state, workdir, fingerprint, restore_only=restore_only)
-  return result.best["params"], result.history
+  return (result.state if t.keep == "last" else result.best)["params"], result.history
 
 
 def selection(val_f1: float, step: int) -> float:
