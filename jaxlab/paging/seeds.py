@@ -86,8 +86,13 @@ def _scored(sub: Path) -> dict:
   conf = {s: np.array([r["confidence"][s] for r in main], np.float64) for s in systems}
   return {"ids": [r["id"] for r in main], "answerable": np.array([r.get("answerable", True) for r in main]),
           "f1": f1, "hallucination": halluc, "confidence": conf,
-          "text_answers": [r["answers"]["text_buffer"] for r in main], "history": history, "config": config,
+          "text_answers": [r["answers"]["text_buffer"] for r in main], "history": history,
           "timing": timing, "summary": json.loads((sub / "summary.json").read_text())}
+
+
+def _keep(config: dict) -> str:
+  """The study's `train.keep` (every seed runs the same variant)."""
+  return config.get("train", {}).get("keep", "val_f1")
 
 
 def summarize(config: dict, runs: dict[int, dict]) -> dict:
@@ -131,8 +136,7 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
     figures[f"seed_{s}/best_val_f1"] = {"mean": kept(history)["val_f1"], "sd": None, "n": 1}
     for part, hkey, _, _ in parts:
       intervals[f"seed_{s}/{part}/latent_pager-text_buffer"] = h[hkey]
-    keep = runs[s]["config"]["train"].get("keep", "val_f1")
-    per_seed[str(s)] = {"kept_step": kept(history, keep)["step"], **runs[s]["summary"]["bar"]}
+    per_seed[str(s)] = {"kept_step": kept(history, _keep(config))["step"], **runs[s]["summary"]["bar"]}
   over = {hkey: intervals[f"over_seeds/{part}/latent_pager-text_buffer"] for part, hkey, _, _ in parts}
   bar = {"per_seed": per_seed, "over_seeds": bar_lib.bar(over, declared)}
   return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
@@ -187,7 +191,7 @@ def report(workdir) -> Path:
   figs, iv, b = summary["figures"], summary["intervals"], summary["bar"]
   parts = bar_lib.bar_parts(config["bar"])
   cell = lambda k: figures_lib.diff_text(iv, k)
-  kept_f1 = {s: kept(runs[s]["history"], runs[s]["config"]["train"].get("keep", "val_f1"))["val_f1"] for s in runs}
+  kept_f1 = {s: kept(runs[s]["history"], _keep(config))["val_f1"] for s in runs}
   rows = []
   for s in summary["train_seeds"]:
     t, part = timing["per_seed"][str(s)], b["per_seed"][str(s)]
