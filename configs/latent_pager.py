@@ -349,6 +349,23 @@ def cpu_16x():
   return c
 
 
+def pretrain_32x():
+  """`pretrain_16x` at 3 pages per chunk (32x): the encoder that ships in
+  models/latent_pager_pointer_32x."""
+  c = pretrain_16x()
+  c.pager.slots_per_chunk = 3
+  return c
+
+
+def cpu_32x():
+  """`cpu_16x` at 3 pages per chunk from that encoder, declared with it; its test world (2033) no
+  earlier design has read."""
+  c = cpu_16x()
+  c.pager.update(dict(slots_per_chunk=3, init="models/latent_pager_pointer_32x"))
+  c.data.test_seed = 2033
+  return c
+
+
 def frontier():
   """The compression sweep at a budget this machine affords per point (docs/latent_pager.md): each
   point's encoder is pretrained from scratch briefly, so its schedule is scaled to that budget
@@ -516,5 +533,5 @@ def get_config(arg=""):
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
                       "cpu_last": cpu_last, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
-                      "frontier": frontier, "rot": rot, "seeds": seeds, "smoke": smoke, "long": long,
+                      "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot, "seeds": seeds, "smoke": smoke, "long": long,
                       "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
