@@ -322,7 +322,7 @@ def cpu_calibrated():
 def cpu_last():
   """`cpu_calibrated` answering with the last step's pager instead of the best validation F1 on
   300 questions, chosen on the 1,700 validation questions that rule never read (the last step led
-  in each of the four training seeds by 0.010 to 0.014 F1 before abstaining). Its test world
+  in each of the four training seeds by 0.006 to 0.014 F1 before abstaining). Its test world
   (2031) no earlier design has read."""
   c = cpu_calibrated()
   c.train.keep = "last"
