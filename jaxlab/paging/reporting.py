@@ -14,7 +14,7 @@ from jaxlab.paging.bar import bar_parts, declared_text, latency_bar
 from jaxlab.paging.figures import (ANSWER_METRICS, HELD_OUT, LABELS, NAMES, SYSTEMS, TASKS, cell, ci_text, coverage_key,
                                    diff_text, read_rows)
 from jaxlab.paging.plots import plot_risk_coverage, plot_training
-from jaxlab.paging.spec import kept
+from jaxlab.paging.spec import keep_rule, kept
 
 
 def latency_target(ratio: dict | None, speedup: float) -> dict:
@@ -211,7 +211,7 @@ def write(workdir: Path) -> Path:
   ok = [r for r in main if r.get("answerable", True)]
   n = {"all": len(ok), **{t: sum(r["task_type"] == t for r in ok) for t in ("single_fact", "multi_hop")},
        "full_context": sum(r["answers"].get("full_context") is not None for r in ok)}
-  keep = config["train"].get("keep", "val_f1")
+  keep = keep_rule(config["train"])
   images = [plot_training(history, workdir, keep)]
   rc = plot_risk_coverage(summary, workdir)
   images += [rc] if rc else []

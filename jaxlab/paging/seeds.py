@@ -30,7 +30,7 @@ from jaxlab.core.config import derive, to_dict
 from jaxlab.core.stats import describe, nested_bootstrap
 from jaxlab.paging import (analysis, bar as bar_lib, figures as figures_lib, latency as latency_lib, metrics,
                            pipeline, reporting as pager_report, selective)
-from jaxlab.paging.spec import kept
+from jaxlab.paging.spec import keep_rule, kept
 
 def seed_unit_mean(d: np.ndarray):
   """The margin function of `nested_bootstrap` for the mean of a (seeds, units) array."""
@@ -90,11 +90,6 @@ def _scored(sub: Path) -> dict:
           "timing": timing, "summary": json.loads((sub / "summary.json").read_text())}
 
 
-def _keep(config: dict) -> str:
-  """The study's `train.keep` (every seed runs the same variant)."""
-  return config.get("train", {}).get("keep", "val_f1")
-
-
 def summarize(config: dict, runs: dict[int, dict]) -> dict:
   seeds = sorted(runs)
   first = runs[seeds[0]]
@@ -130,13 +125,14 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
   intervals[f"over_seeds/{key}/latent_pager-text_buffer"] = nested_bootstrap(
       seed_coverage_margin(conf, util, text("confidence"), text("f1"), c), len(seeds), len(ok), boots, rseed)
   parts = bar_lib.bar_parts(declared)
+  keep = keep_rule(config.get("train", {}))   # the study's: every seed runs the same variant
   for s in seeds:
     h = runs[s]["summary"]["headline"]
     history = runs[s]["history"]
     figures[f"seed_{s}/best_val_f1"] = {"mean": kept(history)["val_f1"], "sd": None, "n": 1}
     for part, hkey, _, _ in parts:
       intervals[f"seed_{s}/{part}/latent_pager-text_buffer"] = h[hkey]
-    per_seed[str(s)] = {"kept_step": kept(history, _keep(config))["step"], **runs[s]["summary"]["bar"]}
+    per_seed[str(s)] = {"kept_step": kept(history, keep)["step"], **runs[s]["summary"]["bar"]}
   over = {hkey: intervals[f"over_seeds/{part}/latent_pager-text_buffer"] for part, hkey, _, _ in parts}
   bar = {"per_seed": per_seed, "over_seeds": bar_lib.bar(over, declared)}
   return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
@@ -191,7 +187,7 @@ def report(workdir) -> Path:
   figs, iv, b = summary["figures"], summary["intervals"], summary["bar"]
   parts = bar_lib.bar_parts(config["bar"])
   cell = lambda k: figures_lib.diff_text(iv, k)
-  kept_f1 = {s: kept(runs[s]["history"], _keep(config))["val_f1"] for s in runs}
+  kept_f1 = {s: kept(runs[s]["history"], keep_rule(config.get("train", {})))["val_f1"] for s in runs}
   rows = []
   for s in summary["train_seeds"]:
     t, part = timing["per_seed"][str(s)], b["per_seed"][str(s)]

@@ -50,6 +50,11 @@ class PagerSpec:
 KEEP = ("val_f1", "last")   # the best validation F1 (ties: the earlier step), or the last step
 
 
+def keep_rule(train) -> str:
+  """`train.keep` of a config's `train` section (a ConfigDict or its dict), "val_f1" where unset."""
+  return train.get("keep", "val_f1")
+
+
 def kept(history: list[dict], keep: str = "val_f1") -> dict:
   """The evaluation record of the state a run answers with under `keep` (`KEEP`)."""
   if keep == "last":
@@ -78,4 +83,4 @@ class TrainSpec:
     return cls(epochs=t.epochs, steps=t.steps, batch_size=t.batch_size, questions_per_row=t.questions_per_row,
                eval_every=t.eval_every, learning_rate=t.learning_rate, warmup_steps=t.warmup_steps,
                weight_decay=t.weight_decay, clip_norm=t.clip_norm, seed=training_seed(config),
-               keep=t.get("keep", "val_f1"))
+               keep=keep_rule(t))
