@@ -195,6 +195,21 @@ def test_figures_without_a_spread_are_unchecked_not_passed(copy, tmp_path):
   assert "unchecked" in result.table()
 
 
+@pytest.mark.parametrize("match", ["bitwise", "seed"])
+def test_a_programs_peak_memory_agrees_within_its_tolerance_in_every_mode(copy, tmp_path, match):
+  root = tmp_path / "results"
+  shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
+  name = "all/system/peak_memory_gb"
+  _edit(root / "hidden_gems" / "smoke" / "summary.json",
+        lambda s: s["figures"].update({name: {"mean": 0.006739712, "sd": None, "n": 1}}))
+  for value, ok in ((0.00673968, True), (0.006739712 * (1 + 0.9 * receipts.MEMORY_TOLERANCE), True),
+                    (0.006739712 * (1 + 1.1 * receipts.MEMORY_TOLERANCE), False)):
+    _edit(copy / "summary.json", lambda s: s["figures"].update({name: {"mean": value, "sd": None, "n": 1}}))
+    result = receipts.verify(copy, root, match)
+    assert result.ok is ok and [c.kind for c in result.checks if c.name == name] == ["memory"]
+    assert [c.name for c in result.failures] == ([] if ok else [name])
+
+
 def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   root = tmp_path / "results"
   shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))

@@ -23,6 +23,9 @@ Two modes of matching figures:
   hundreds of figures and both runs use the same seeds); a figure with no spread that differs is
   printed as "unchecked", never passed silently.
 
+A compiled program's peak device memory (a figure named `peak_memory`) is the compiler's account,
+not a result: in every mode it must agree within 5%, not to the bit.
+
 In every mode these must agree, or verify fails naming the row: the config; every claim's verdict
 (and its Holm column); every stated outcome (the `bar`, the `targets`); every headline figure
 that has an interval lies inside the receipt's interval (in `seed` mode: within 4 standard errors
@@ -231,7 +234,7 @@ def is_receipt(path, root: Path = RESULTS) -> bool:
 @dataclasses.dataclass
 class Check:
   """One compared entry. ok: True agrees, False disagrees, None unchecked (nothing to judge by)."""
-  kind: str            # "config", "figure", "claim", "outcome", "headline", "timing", "report", "summary"
+  kind: str            # "config", "figure", "memory", "claim", "outcome", "headline", "timing", "report", "summary"
   name: str
   receipt: object
   run: object
@@ -243,7 +246,7 @@ class Check:
     return {True: "agrees", False: "DISAGREES", None: "unchecked"}[self.ok]
 
 
-KINDS = ("config", "figure", "claim", "outcome", "headline", "timing", "report", "summary")
+KINDS = ("config", "figure", "memory", "claim", "outcome", "headline", "timing", "report", "summary")
 
 
 @dataclasses.dataclass
@@ -383,12 +386,30 @@ def _leaf_by_leaf(a, b) -> tuple[bool | None, str]:
   return (None, "no spread to judge by") if any(ok is None for ok, _ in results) else (True, "")
 
 
+# A compiled program's device memory (XLA's account of its buffers), not a result of the run: it
+# moves when a program gains an output or the compiler assigns buffers otherwise, so in every mode
+# it must agree within MEMORY_TOLERANCE (relative), not to the bit.
+MEMORY_FIGURE = "peak_memory"
+MEMORY_TOLERANCE = 0.05
+
+
+def _memory_within(a, b) -> tuple[bool, str]:
+  x, y = (v.get("mean") if isinstance(v, dict) else v for v in (a, b))
+  if not (_is_number(x) and _is_number(y)):
+    return a == b, "" if a == b else "differs"
+  rel = abs(x - y) / max(abs(x), abs(y), 1e-30)
+  return rel <= MEMORY_TOLERANCE, f"{rel:.2%} apart" + ("" if rel <= MEMORY_TOLERANCE else
+                                                      f" (more than {MEMORY_TOLERANCE:.0%})")
+
+
 def _compare_figures(receipt: dict, run: dict, match: str) -> list[Check]:
   checks = []
   for name in sorted(set(receipt) | set(run)):
     a, b = receipt.get(name), run.get(name)
     if a is None or b is None:
       checks.append(Check("figure", name, a, b, False, "only in the " + ("run" if a is None else "receipt")))
+    elif MEMORY_FIGURE in name:
+      checks.append(Check("memory", name, a, b, *_memory_within(a, b)))
     elif match == "bitwise":
       checks.append(Check("figure", name, a, b, a == b, "" if a == b else "not bitwise equal"))
     elif isinstance(a, dict) and isinstance(b, dict) and "mean" in a and "mean" in b:
