@@ -513,6 +513,19 @@ def long():
   return c
 
 
+def long_tree():
+  """`long` with pages of pages (jaxlab/paging/tree.py): the pager reads every chunk's pages (the
+  shipped encoder's, frozen, 16 a chunk) through a tree of fan-out 3 and depth 2 (a top node: 9
+  chunks in 16 pages), at most 12 top nodes: 192 soft tokens, the text readers' budget, and 108
+  chunks, above `long`'s longest document; no scorer. Beside the text buffer's rules and BM25
+  retrieval, on `long`'s test world (the tree is a design of its own, scored once there). Fan-out,
+  depth and nodes follow from the budget, not chosen on any score; the fine-tune is `paged`'s."""
+  c = long()
+  c.references.readers = ("retrieval", "tree")
+  c.expansion.update(dict(tree_fanout=3, tree_depth=2, tree_nodes=12))
+  return c
+
+
 def long_smoke():
   """`long`'s references and expanded reader at the smoke size (the tests' run)."""
   c = smoke()
@@ -522,7 +535,8 @@ def long_smoke():
                            readers=("retrieval", "expanded", "iterative", "oracle", "paged", "hybrid")))
   c.expansion = long().expansion
   c.expansion.update(dict(question_layers=(0, 2), second_layers=(0, 2), dim=8, epochs=2, batch_size=8, eval_every=0,
-                          page_chunks=4, hybrid_text_chunks=1, hybrid_page_chunks=2, pager_epochs=1))
+                          page_chunks=4, hybrid_text_chunks=1, hybrid_page_chunks=2, pager_epochs=1,
+                          tree_fanout=2, tree_depth=2, tree_nodes=3))
   return c
 
 
@@ -534,5 +548,5 @@ def get_config(arg=""):
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
                       "cpu_last": cpu_last, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
                       "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot,
-                      "seeds": seeds, "smoke": smoke, "long": long,
+                      "seeds": seeds, "smoke": smoke, "long": long, "long_tree": long_tree,
                       "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -172,8 +172,16 @@ def validate(config) -> None:
       raise ConfigError("pager.encoder", "the expanded reader scores pages: it needs an encoder that keeps several "
                         "per chunk (slots, pointer, mean, icae), not pooled")
   paged = [r for r in config.references.readers if r in hybrid.READERS]
+  if paged and "expansion" not in config:
+    raise ConfigError("references.readers", f"{paged[0]!r} needs the `expansion` block (as `long` has)")
+  if "tree" in paged:
+    require_int(config, "expansion.tree_fanout", 2)
+    require_int(config, "expansion.tree_depth", 1)
+    require_int(config, "expansion.tree_nodes", 1)
+    require(config, "pager.init", bool, "a pretrained encoder's folder: the tree reads its pages")
   if paged:
-    for field in ("page_chunks", "hybrid_text_chunks", "hybrid_page_chunks", "pager_epochs"):
+    for field in ("pager_epochs",) + (("page_chunks", "hybrid_text_chunks", "hybrid_page_chunks")
+                                      if set(paged) & set(hybrid.SCORED) else ()):
       require_int(config, f"expansion.{field}", 1)
     if "pager_questions_per_document" in config.expansion:
       require_int(config, "expansion.pager_questions_per_document", 0, "0: every training question")
@@ -182,9 +190,12 @@ def validate(config) -> None:
                         "that keeps several per chunk (slots, pointer, mean, icae), not pooled")
     for reader in paged:
       text, pages_read = hybrid.layout(config, reader)
+      if reader == "tree":
+        pages_read = int(config.expansion.tree_nodes)   # the top level's nodes, each a chunk's page count
       need = pages_read * config.pager.slots_per_chunk + text * config.pages.chunk_tokens
       if need + config.generation.max_new_tokens > config.model.context_tokens:
-        field = "expansion.page_chunks" if reader == "paged" else "expansion.hybrid_page_chunks"
+        field = {"paged": "expansion.page_chunks", "hybrid": "expansion.hybrid_page_chunks",
+                 "tree": "expansion.tree_nodes"}[reader]
         raise ConfigError(field, f"the {reader} reader's {need} context vectors and {config.generation.max_new_tokens} "
                           f"answer tokens exceed the LM's window of {config.model.context_tokens}")
   for field, slot in (("extract", "chunk"), ("answer", "context"), ("pager", "question")):

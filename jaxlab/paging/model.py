@@ -15,6 +15,11 @@ sufficiency head.
 - `mean`: the token states `slots` reads, averaged over `slots_per_chunk` contiguous windows of
   the chunk and mapped to the LM's width (`encoders.MeanEncoder`).
 
+With `pager.tree_fanout` > 0 the chunks' pages go through a tree of pages of pages
+(`tree.PageTree`) first, and its top level's nodes are read as the pages are; with
+`pager.given_pages` they arrive made by a frozen encoder (inputs "pages", "page_mask") and the
+model builds none.
+
 For every encoder but `pooled` the pages become soft tokens either directly (`pager.depth = 0`:
 every page of every chunk, in reading order) or through a PageAggregator of `pager.depth` layers
 and `num_soft_tokens` queries. Directly, documents have different page counts, and a padded page
@@ -42,7 +47,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from jaxlab.paging import encoders, modules
+from jaxlab.paging import encoders, modules, tree
 from jaxlab.paging.spec import PagerSpec
 
 
@@ -69,7 +74,7 @@ class PagerModel(nnx.Module):
                                   rngs=nnx.Rngs(spec.seed))
     rngs = nnx.Rngs(spec.seed + 1)
     self.hidden_layers = spec.hidden_layers
-    if kind.build is not None:
+    if kind.build is not None and not spec.given_pages:
       self.encoder = kind.build(spec, lm, d_lm, embed_rms, rngs)
     if not kind.stored_states:
       if spec.depth > 0:
@@ -79,6 +84,9 @@ class PagerModel(nnx.Module):
         self.null = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (spec.slots_per_chunk, d_lm)),
                               **modules.axes(None, "embed"))
       self.marks = nnx.Param(embed_rms * jax.random.normal(rngs.params(), (2, d_lm)), **modules.axes(None, "embed"))
+    if spec.tree_fanout:
+      self.tree = tree.PageTree(spec.tree_fanout, spec.tree_depth, spec.slots_per_chunk, d_lm, spec.encoder_depth,
+                                spec.heads, spec.ffn, spec.dropout, embed_rms, rngs=rngs)
     if spec.sufficiency:
       self.sufficiency = SufficiencyHead(d_lm, spec.sufficiency_hidden, rngs=rngs)
     if spec.decoder_lora_rank:
@@ -119,7 +127,12 @@ class PagerModel(nnx.Module):
     if encoders.get(self.kind).stored_states:
       return self.pooled(inputs["states"], inputs["page_mask"], key)  # stored states: no LM call
     k1, k2 = (None, None) if key is None else jax.random.split(key)
-    pages, page_mask = self.pages(lm, inputs, k1)
+    if "pages" in inputs:   # made by a frozen encoder (`tree.ChunkPages`)
+      pages, page_mask = inputs["pages"], inputs["page_mask"]
+    else:
+      pages, page_mask = self.pages(lm, inputs, k1)
+    if hasattr(self, "tree"):
+      pages, page_mask = self.tree(pages, page_mask, None if k1 is None else jax.random.fold_in(k1, 1))
     return self.soft_from_pages(pages, page_mask, k2)
 
   def confidence(self, soft, state):

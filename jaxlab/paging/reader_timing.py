@@ -13,7 +13,9 @@ questions (one per document), after an untimed pass that compiles every program:
   the second query over the chunks (or the trained second hop's scores given the top chunk), then
   the answer from the scorer's top chunk and that best;
 - `paged`, `hybrid`: the scorer, the pages of the chunks it picks (the frozen LM and the encoder
-  over those chunks only), then the pager's answer and its sufficiency head.
+  over those chunks only), then the pager's answer and its sufficiency head;
+- `tree`: the pages of every chunk of the document (no page kept from an earlier question), the
+  tree over them, then the pager's answer and its sufficiency head.
 The oracle is not timed (it reads the labels). `ratio_<system>`: the text buffer's mean seconds
 per question over the system's, with a bootstrap interval over the timed questions (a
 resampled question brings both systems' figures). Wall time, and the process's CPU time beside it.
@@ -66,9 +68,12 @@ def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=
     systems["iterative"] = iterative
   for reader in [r for r in readers if r in hybrid.READERS]:
     got = trained[reader]
+    if got.get("level0") is not None:
+      got = {**got, "level0": got["level0"].fresh()}   # every chunk's pages made again per question
     model = pager_lib.Reader(setup.lm, got["graphdef"], got["params"], setup.settings, c.eval.pager_confidence)
-    systems[reader] = lambda r, reader=reader, got=got, model=model: hybrid.answer(
-        setup, one, reader, got, [r], scorer.scores([r]), model=model, batch_size=1)
+    scores_of = (lambda r: scorer.scores([r])) if reader in hybrid.SCORED else (lambda r: None)
+    systems[reader] = lambda r, reader=reader, got=got, model=model, scores_of=scores_of: hybrid.answer(
+        setup, one, reader, got, [r], scores_of(r), model=model, batch_size=1)
   seconds = timing._timed({s: (fn, records) for s, fn in systems.items()}, records)
   return {"ids": [r["id"] for r in records], "text_buffer": buffer_rule,
           "systems": {s: {"wall_s": wall, "cpu_s": cpu} for s, (wall, cpu) in seconds.items()}}

@@ -32,8 +32,9 @@ documents are (tokens, chunks, their ratio to the window); and how often each sc
 chunks hold the evidence.
 
 Two paging systems read by the same scorer (`hybrid`): `paged`, the pager reading the pages of
-the top chunks, and `hybrid`, the top chunks as text beside the pages of the next ones; each
-fine-tunes its pager on the training questions reading its own picks, chosen by validation F1.
+the top chunks, and `hybrid`, the top chunks as text beside the pages of the next ones; and one
+that reads every chunk with no scorer: `tree`, the pages of pages of the whole document. Each
+fine-tunes its pager on the training questions reading its own pages, chosen by validation F1.
 """
 
 from __future__ import annotations
@@ -54,10 +55,12 @@ from jaxlab.paging.text_buffer import generate_rows, wrap
 
 TEXT_READERS = ("retrieval", "expanded", "iterative", "oracle")
 READERS = TEXT_READERS + hybrid.READERS
-SCORED = ("expanded", "iterative") + hybrid.READERS   # the readers that read by the expansion scorer's scores
+SCORED = ("expanded", "iterative") + hybrid.SCORED   # the readers that read by the expansion scorer's scores
 # (reader, the reader it is compared with beside the text buffer): the learned choice of chunks
-# against BM25's, and pages added to (or read instead of) the expanded text.
-VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("hybrid", "expanded"), ("paged", "expanded"))
+# against BM25's, pages added to (or read instead of) the expanded text, and every chunk's pages
+# folded by the tree against the chosen chunks' pages.
+VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("hybrid", "expanded"), ("paged", "expanded"),
+          ("tree", "paged"))
 
 
 def text_buffer_name(keep: str) -> str:
@@ -224,11 +227,11 @@ def run(config, workdir: Path):
   c = config
   readers = tuple(c.references.readers)
   scoring = bool(set(readers) & set(SCORED))
+  paged = [r for r in readers if r in hybrid.READERS]
   splits = data.load(data.DataSpec.of(config), workdir,
-                     splits=("train", "validation", "test") if scoring else ("validation", "test"))
+                     splits=("train", "validation", "test") if scoring or paged else ("validation", "test"))
   records = {s: [r for r in splits[s] if not r.get("probe")] for s in splits}
   chooser, second = expander(setup, config, workdir, splits) if scoring else (None, None)
-  paged = [r for r in readers if r in hybrid.READERS]
   scored = {s: chooser.scores(records[s]) if chooser else None for s in records if s != "train" or paged}
   answered, text_scored = {}, {}
   for s in ("validation", "test"):
@@ -343,6 +346,10 @@ def page_layout(config: dict, reader: str) -> str:
   """What `reader` reads, in words."""
   text, paged = hybrid.layout(from_dict(config), reader)
   slots = config["pager"]["slots_per_chunk"]
+  if reader == "tree":
+    e = config["expansion"]
+    return (f"the tree reader reads the pages of every chunk through {e['tree_depth']} levels of fan-out "
+            f"{e['tree_fanout']} (at most {e['tree_nodes']} top nodes: {e['tree_nodes'] * slots} soft tokens)")
   pages = f"the pages of the {'next' if text else 'top'} {paged} chunks ({paged * slots} soft tokens)"
   top = "the top chunk" if text == 1 else f"the top {text} chunks"
   return f"the {reader} reader reads " + (f"{top} as text and " if text else "") + pages

@@ -34,6 +34,9 @@ class PagerSpec:
   sufficiency: bool               # the sufficiency head
   sufficiency_hidden: int
   seed: int                       # initialises the fresh parts (`training_seed`)
+  tree_fanout: int = 0            # pages of pages (`tree.PageTree`): children per node; 0 = no tree
+  tree_depth: int = 0             # the tree's levels above the chunks
+  given_pages: bool = False       # the chunks' pages arrive made (a frozen encoder's): no encoder is built
 
   @classmethod
   def of(cls, config) -> PagerSpec:
@@ -44,7 +47,8 @@ class PagerSpec:
                compressor_hidden=p.compressor_hidden, d_page=p.d_page, num_soft_tokens=p.num_soft_tokens,
                depth=p.depth, heads=p.heads, ffn=p.ffn, dropout=p.dropout,
                sufficiency=bool(config.sufficiency.enabled), sufficiency_hidden=config.sufficiency.hidden,
-               seed=training_seed(config))
+               seed=training_seed(config), tree_fanout=p.get("tree_fanout", 0), tree_depth=p.get("tree_depth", 0),
+               given_pages=p.get("given_pages", False))
 
 
 KEEP = ("val_f1", "last")   # the best validation F1 (ties: the earlier step), or the last step
