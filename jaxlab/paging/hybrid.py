@@ -140,13 +140,15 @@ def training_config(config, reader: str = "paged"):
 
 def fit(setup, config, workdir: Path, reader: str, splits: dict, scored: dict, restore_only: bool = False) -> dict:
   """The reader's pager, fine-tuned (or restored) in WORKDIR/<reader>; `scored`: per split, the
-  records' chunk scores. {"graphdef", "params", "history", "max_pages", "q_width"}."""
+  records' chunk scores (the tree reads none). {"graphdef", "params", "history", "max_pages",
+  "q_width", "level0"}."""
   c = training_config(config, reader)
   rows = {s: [r for r in splits[s] if not r.get("probe")] for s in ("train", "validation")}
-  scores = {s: scored[s] if reader in SCORED else None for s in rows}
   keep = first_questions(rows["train"], int(config.expansion.get("pager_questions_per_document", 0)))
   rows["train"] = [rows["train"][i] for i in keep]
-  scores["train"] = scores["train"] and [scores["train"][i] for i in keep]
+  scores = {"train": None, "validation": None}
+  if reader in SCORED:
+    scores = {"train": [scored["train"][i] for i in keep], "validation": scored["validation"]}
   pages = level0(setup, config) if reader == "tree" else None
   tr, va = (split(setup, config, reader, rows[s], scores[s], pages) for s in ("train", "validation"))
   max_pages = max(layout(c, reader)[1], 1)
