@@ -44,7 +44,7 @@ def layout(config, reader: str) -> tuple[int, int]:
   return (0, int(e.page_chunks)) if reader == "paged" else (int(e.hybrid_text_chunks), int(e.hybrid_page_chunks))
 
 
-def level0(setup, config, keep: bool = True) -> tree_lib.ChunkPages:
+def level0(setup, config) -> tree_lib.ChunkPages:
   """The tree's level 0: the chunks' pages from the shipped encoder (`pager.init`), frozen."""
   if not config.pager.init:
     raise ValueError("expansion.tree_*: the tree reads the pages of a pretrained encoder; set pager.init")
@@ -53,7 +53,7 @@ def level0(setup, config, keep: bool = True) -> tree_lib.ChunkPages:
   made = pretrain.load(repo_path(config.pager.init), config)
   params = train_lib.load_into(params, {path: v for path, v in made.items() if path[0] == "encoder"})
   return tree_lib.ChunkPages(setup.lm, nnx.merge(graphdef, params), config.pages.chunk_tokens, setup.pad,
-                             int(config.pages.batch_size), keep=keep)
+                             int(config.pages.batch_size))
 
 
 def picks(scores: np.ndarray, text: int, paged: int) -> tuple[list[int], list[int]]:

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jaxlab.paging import pages as pages_lib
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import _keys
 
@@ -122,10 +123,5 @@ class Documents:
     return len(self.items)
 
   def batch(self, rows, max_pages: int) -> dict:
-    got = [self.pages(self.items[i]) for i in rows]
-    m, d = got[0].shape[1:]
-    pages = np.zeros((len(rows), max_pages, m, d), np.float32)
-    mask = np.zeros((len(rows), max_pages), bool)
-    for i, p in enumerate(got):
-      pages[i, :len(p)], mask[i, :len(p)] = p, True
+    pages, mask = pages_lib.batch_pages([self.pages(self.items[i]) for i in rows], max_pages)
     return {"pages": pages, "page_mask": mask}
