@@ -139,7 +139,8 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None, compi
 
     _write_atomically(path, json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
     receipts.write_provenance(workdir, argv)
-  if compile_cache and not os.environ.get("JAX_COMPILATION_CACHE_DIR"):   # JAX's own setting, where set, stands
+  # JAX's own settings, where set, stand: its folder, or its switch turned off.
+  if compile_cache and not os.environ.get("JAX_COMPILATION_CACHE_DIR") and not cache_lib.switched_off():
     cache_lib.enable()
   clock, started = cache_lib.Clock(), time.perf_counter()
   try:

@@ -1,9 +1,8 @@
-"""Test session setup: 8 forced CPU devices (so sharding is exercised) and a compilation cache
-shared with the subprocesses the launch tests start. Both must be set before JAX is imported."""
+"""Test session setup: 8 forced CPU devices (so sharding is exercised), set before JAX is imported,
+and JAX's persistent compilation cache off unless a developer asks for one."""
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from jaxlab.core import cpu_threads  # imports no JAX
@@ -13,8 +12,18 @@ from jaxlab.core import cpu_threads  # imports no JAX
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
                            " --xla_cpu_collective_call_terminate_timeout_seconds=600").strip()
 cpu_threads.ensure()  # a thread for every forced device, so their collectives cannot starve the pool
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / "jaxlab-test-jax-cache"))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+# Loading a CPU executable back from the persistent cache has crashed XLA (a segfault inside
+# `deserialize_executable`, in about one full run of ten, never in a single test run alone), and a
+# fresh machine's cache is empty anyway: by default the suite compiles everything, here and in the
+# subprocesses it starts. `JAXLAB_TEST_COMPILE_CACHE=DIR` keeps a cache for fast reruns, one folder
+# per host key as `jaxlab run` splits its own (subprocesses with other flags or threads use theirs).
+if os.environ.get("JAXLAB_TEST_COMPILE_CACHE"):
+  os.environ["JAXLAB_COMPILE_CACHE"] = os.environ["JAXLAB_TEST_COMPILE_CACHE"]
+  from jaxlab.core import compile_cache
+
+  compile_cache.enable(min_compile_s=0.5)
+else:
+  os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
 # LAPACK calls (CMA-ES's eigh) go through OpenBLAS, whose spinning worker threads fight the test
 # workers for the two cores and made those programs several times slower.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

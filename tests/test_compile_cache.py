@@ -12,10 +12,11 @@ from launch import main
 
 @pytest.fixture
 def cache(tmp_path):
-  previous = jax.config.jax_compilation_cache_dir   # the test session's own cache
+  previous = jax.config.jax_compilation_cache_dir   # the test session's own cache, if any
+  enabled = jax.config.jax_enable_compilation_cache
   path = compile_cache.enable(tmp_path / "xla", min_compile_s=0.0)
   yield path
-  compile_cache.disable(previous)
+  compile_cache.disable(previous, enabled)
 
 
 def _program(x):

@@ -52,15 +52,22 @@ def enable(path: Path | None = None, min_compile_s: float = MIN_COMPILE_S) -> Pa
   path = Path(path or default_dir() / host_key())
   path.mkdir(parents=True, exist_ok=True)
   compilation_cache.reset_cache()   # JAX opens its cache once per process: reopen it here
+  jax.config.update("jax_enable_compilation_cache", True)
   jax.config.update("jax_compilation_cache_dir", str(path))
   jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_s))
   return path
 
 
-def disable(previous: str | None = None) -> None:
-  """Turns the cache off, or back to the folder `previous`."""
+def disable(previous: str | None = None, enabled: bool = True) -> None:
+  """Turns the cache off, or back to the folder `previous` (and JAX's switch back to `enabled`)."""
   compilation_cache.reset_cache()
   jax.config.update("jax_compilation_cache_dir", previous)
+  jax.config.update("jax_enable_compilation_cache", enabled)
+
+
+def switched_off() -> bool:
+  """Whether the environment turns JAX's persistent cache off (`JAX_ENABLE_COMPILATION_CACHE=false`)."""
+  return os.environ.get("JAX_ENABLE_COMPILATION_CACHE", "").strip().lower() in ("0", "false", "no", "off")
 
 
 class Clock:
