@@ -186,9 +186,10 @@ def xla_flags(devices: int | None, single_core: bool) -> str:
 
 
 def measure(module: str, kind: str, size: str, runs: int, cores: int | None = None, repeats: int = 2,
-            cpu: bool = True) -> dict:
+            cpu: bool = True, timeout: float | None = None) -> dict:
   """Runs one `worker` measurement in a fresh process limited to `cores` cores (None: as many as
-  this process has). `cpu=False` leaves the device choice to JAX (the accelerator suite)."""
+  this process has). `cpu=False` leaves the device choice to JAX (the accelerator suite); past
+  `timeout` seconds the process is killed (subprocess.TimeoutExpired)."""
   cores = cores or CORES
   env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(ROOT)}
   if kind == "jax":
@@ -199,7 +200,7 @@ def measure(module: str, kind: str, size: str, runs: int, cores: int | None = No
               procs=cores if kind == "numpy" else 1)
   allowed = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:cores])
   command = ["taskset", "-c", allowed, sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
-  done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+  done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
   if done.returncode != 0:
     raise RuntimeError(f"{kind} worker for {module} ({runs} {size} runs on {cores} cores) failed:\n"
                        f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}")

@@ -1,6 +1,6 @@
 """Every benchmark in one command, with one JSON of figures: the accelerator suite and the CPU table.
 
-  python benchmarks/suite.py --size gpu --out results.json     # one accelerator (not yet run on one: the 8-minute budget is unchecked)
+  python benchmarks/suite.py --size gpu --out results.json     # one accelerator (figures of one H200: docs/benchmarks.md)
   python benchmarks/suite.py --size tiny --out /tmp/tiny.json  # the same code paths on CPU, in the tests
   python benchmarks/suite.py --size cpu --out docs/benchmarks.json --markdown docs/benchmarks_table.md \
       --scaling docs                                           # the fair CPU table (and curves) of the docs
@@ -51,8 +51,9 @@ def parse_figures(text: str) -> dict:
   return figures
 
 
-def run_script(name: str, size: str, log=print) -> dict:
-  """benchmarks/<name>.py --size SIZE in a fresh process; its lines and parsed figures."""
+def run_script(name: str, size: str, log=print, timeout: float | None = None) -> dict:
+  """benchmarks/<name>.py --size SIZE in a fresh process; its lines and parsed figures (those it
+  printed before `timeout` seconds, when it runs longer)."""
   module = importlib.import_module(f"benchmarks.{name}")
   if size not in module.SIZES:
     log(f"  {name}: no `{size}` size in benchmarks/{name}.py, skipped")
@@ -60,8 +61,15 @@ def run_script(name: str, size: str, log=print) -> dict:
   env = {**os.environ, "PYTHONPATH": str(common.ROOT)}
   env["XLA_FLAGS"] = common.xla_flags(None, single_core=False)
   t0 = time.perf_counter()
-  done = subprocess.run([sys.executable, str(common.ROOT / "benchmarks" / f"{name}.py"), "--size", size],
-                        env=env, cwd=common.ROOT, capture_output=True, text=True)
+  try:
+    done = subprocess.run([sys.executable, str(common.ROOT / "benchmarks" / f"{name}.py"), "--size", size],
+                          env=env, cwd=common.ROOT, capture_output=True, text=True, timeout=timeout)
+  except subprocess.TimeoutExpired as e:
+    text = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    for line in text.strip().splitlines():
+      log(f"  {name}: {line}")
+    log(f"  {name}: stopped after {timeout:.0f} s")
+    return dict(timed_out=timeout, lines=text.strip().splitlines(), figures=parse_figures(text))
   seconds = time.perf_counter() - t0
   lines = done.stdout.strip().splitlines()
   for line in lines:
@@ -72,20 +80,30 @@ def run_script(name: str, size: str, log=print) -> dict:
   return dict(lines=lines, figures=parse_figures(done.stdout), seconds=seconds)
 
 
-def device_suite(size: str, log=print) -> dict:
-  """Each family's jitted program at `size` on the devices JAX finds, then the two scripts."""
+def device_suite(size: str, log=print, timeout: float | None = None, saved=lambda out: None) -> dict:
+  """Each family's jitted program at `size` on the devices JAX finds, then the two scripts; each
+  stopped after `timeout` seconds (recorded as `timed_out`, and the next one runs), and `saved`
+  called with the figures so far after each, so a stopped suite keeps what it measured."""
   out = {}
   for module in FAMILIES:
     fam = importlib.import_module(module)
     n = fam.SIZES[size]["runs"]
-    m = common.measure(module, "jax", size, n, repeats=1, cpu=False)   # one timed call after the compiling one
+    try:   # one timed call after the compiling one
+      m = common.measure(module, "jax", size, n, repeats=1, cpu=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+      out[fam.NAME] = dict(unit=fam.UNIT, runs=n, timed_out=timeout)
+      log(f"{fam.NAME}: {n} {fam.UNIT} not done after {timeout:.0f} s (compiling and one call), stopped")
+      saved(out)
+      continue
     out[fam.NAME] = dict(unit=fam.UNIT, runs=n, seconds=m["seconds"], rate=n / m["seconds"],
                          compile_s=m["compile_s"], devices=m["devices"], device_kind=m["device_kind"],
                          platform=m["platform"])
     log(f"{fam.NAME}: {n} {fam.UNIT} in {m['seconds']:.3f} s = {n / m['seconds']:,.1f} {fam.UNIT}/s on "
         f"{m['devices']} x {m['device_kind']} (compile {m['compile_s']:.1f} s)")
+    saved(out)
   for name in SCRIPTS:
-    out[name] = run_script(name, size, log)
+    out[name] = run_script(name, size, log, timeout)
+    saved(out)
   return out
 
 
@@ -146,6 +164,8 @@ def main(argv=None):
   parser.add_argument("--powers", type=int, nargs="+", default=list(range(6, 15)),
                       help="scaling batches: 2^p runs for each p")
   parser.add_argument("--table-from", metavar="JSON", help="only rebuild --markdown from a saved --size cpu JSON")
+  parser.add_argument("--timeout", type=float, default=300.0,
+                      help="(--size gpu | tiny) seconds each family's program or script may take before it is stopped")
   parser.add_argument("--cap", type=float, default=60.0,
                       help="a scaling curve stops growing after a call longer than this (seconds)")
   args = parser.parse_args(argv)
@@ -157,7 +177,9 @@ def main(argv=None):
   if args.size == "cpu":
     result["families"] = cpu_suite(args.size, args.scaling, args.powers, args.cap)
   else:
-    result["families"] = device_suite(args.size)
+    def saved(out):
+      Path(args.out).write_text(json.dumps({**result, "families": out, "partial": True}, indent=1))
+    result["families"] = device_suite(args.size, timeout=args.timeout, saved=saved)
   result["machine"]["load_end"] = os.getloadavg()[0]
   result["seconds"] = time.perf_counter() - t0
   Path(args.out).write_text(json.dumps(result, indent=1))

@@ -224,3 +224,17 @@ def test_suite_tiny_runs_every_family(tmp_path):
   for script in suite.SCRIPTS:
     assert "skipped" in families[script] or families[script]["lines"], families[script]
   assert result["machine"]["cores"] >= 1 and "load_end" in result["machine"]
+  assert "partial" not in result   # the finished suite's JSON replaces the one saved after each item
+
+
+def test_suite_stops_a_program_past_its_time_and_keeps_what_it_measured():
+  """One family that never finishes on a device must not cost the figures of the others: each is
+  stopped at the time limit, recorded as such, and the figures so far are saved after each."""
+  saves = []
+  out = suite.device_suite("tiny", log=lambda line: None, timeout=0.01, saved=lambda o: saves.append(dict(o)))
+  names = [__import__(m, fromlist=["NAME"]).NAME for m in suite.FAMILIES]
+  for name in names:
+    assert out[name]["timed_out"] == 0.01 and "rate" not in out[name], out[name]
+  for script in suite.SCRIPTS:
+    assert "timed_out" in out[script] or "skipped" in out[script], out[script]
+  assert len(saves) == len(names) + len(suite.SCRIPTS) and list(saves[0]) == names[:1]
