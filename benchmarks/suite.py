@@ -64,20 +64,20 @@ def run_script(name: str, size: str, log=print, timeout: float | None = None) ->
   try:
     done = subprocess.run([sys.executable, str(common.ROOT / "benchmarks" / f"{name}.py"), "--size", size],
                           env=env, cwd=common.ROOT, capture_output=True, text=True, timeout=timeout)
-  except subprocess.TimeoutExpired as e:
-    text = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-    for line in text.strip().splitlines():
-      log(f"  {name}: {line}")
-    log(f"  {name}: stopped after {timeout:.0f} s")
-    return dict(timed_out=timeout, lines=text.strip().splitlines(), figures=parse_figures(text))
+    text = done.stdout
+  except subprocess.TimeoutExpired as e:   # what it printed so far comes as bytes
+    done, text = None, e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
   seconds = time.perf_counter() - t0
-  lines = done.stdout.strip().splitlines()
+  lines = text.strip().splitlines()
   for line in lines:
     log(f"  {name}: {line}")
+  if done is None:
+    log(f"  {name}: stopped after {timeout:.0f} s")
+    return dict(timed_out=timeout, lines=lines, figures=parse_figures(text))
   if done.returncode != 0:
     log(done.stderr[-3000:])
     return dict(failed=done.returncode, stderr=done.stderr[-3000:], lines=lines, seconds=seconds)
-  return dict(lines=lines, figures=parse_figures(done.stdout), seconds=seconds)
+  return dict(lines=lines, figures=parse_figures(text), seconds=seconds)
 
 
 def device_suite(size: str, log=print, timeout: float | None = None, saved=lambda out: None) -> dict:

@@ -140,7 +140,7 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None, compi
     _write_atomically(path, json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
     receipts.write_provenance(workdir, argv)
   # JAX's own settings, where set, stand: its folder, or its switch turned off.
-  if compile_cache and not os.environ.get("JAX_COMPILATION_CACHE_DIR") and not cache_lib.switched_off():
+  if compile_cache and not os.environ.get("JAX_COMPILATION_CACHE_DIR") and jax.config.jax_enable_compilation_cache:
     cache_lib.enable()
   clock, started = cache_lib.Clock(), time.perf_counter()
   try:

@@ -65,10 +65,6 @@ def disable(previous: str | None = None, enabled: bool = True) -> None:
   jax.config.update("jax_enable_compilation_cache", enabled)
 
 
-def switched_off() -> bool:
-  """Whether the environment turns JAX's persistent cache off (`JAX_ENABLE_COMPILATION_CACHE=false`)."""
-  return os.environ.get("JAX_ENABLE_COMPILATION_CACHE", "").strip().lower() in ("0", "false", "no", "off")
-
 
 class Clock:
   """Seconds spent per compile phase (`EVENTS`) since it was made, and cache hits and misses."""
