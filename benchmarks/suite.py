@@ -80,12 +80,15 @@ def run_script(name: str, size: str, log=print, timeout: float | None = None) ->
   return dict(lines=lines, figures=parse_figures(text), seconds=seconds)
 
 
-def device_suite(size: str, log=print, timeout: float | None = None, saved=lambda out: None) -> dict:
+def device_suite(size: str, log=print, timeout: float | None = None, saved=lambda out: None,
+                 only=None) -> dict:
   """Each family's jitted program at `size` on the devices JAX finds, then the two scripts; each
   stopped after `timeout` seconds (recorded as `timed_out`, and the next one runs), and `saved`
-  called with the figures so far after each, so a stopped suite keeps what it measured."""
+  called with the figures so far after each, so a stopped suite keeps what it measured. `only`:
+  the names (`hidden_gems`, `lm`, ...) of the families and scripts to run, None for all."""
+  chosen = lambda name: only is None or name.rsplit(".", 1)[-1] in only
   out = {}
-  for module in FAMILIES:
+  for module in filter(chosen, FAMILIES):
     fam = importlib.import_module(module)
     n = fam.SIZES[size]["runs"]
     try:   # one timed call after the compiling one
@@ -101,7 +104,7 @@ def device_suite(size: str, log=print, timeout: float | None = None, saved=lambd
     log(f"{fam.NAME}: {n} {fam.UNIT} in {m['seconds']:.3f} s = {n / m['seconds']:,.1f} {fam.UNIT}/s on "
         f"{m['devices']} x {m['device_kind']} (compile {m['compile_s']:.1f} s)")
     saved(out)
-  for name in SCRIPTS:
+  for name in filter(chosen, SCRIPTS):
     out[name] = run_script(name, size, log, timeout)
     saved(out)
   return out
@@ -166,6 +169,9 @@ def main(argv=None):
   parser.add_argument("--table-from", metavar="JSON", help="only rebuild --markdown from a saved --size cpu JSON")
   parser.add_argument("--timeout", type=float, default=300.0,
                       help="(--size gpu | tiny) seconds each family's program or script may take before it is stopped")
+  parser.add_argument("--only", nargs="+", metavar="NAME",
+                      choices=[m.rsplit(".", 1)[-1] for m in FAMILIES] + list(SCRIPTS),
+                      help="(--size gpu | tiny) run only these families and scripts")
   parser.add_argument("--cap", type=float, default=60.0,
                       help="a scaling curve stops growing after a call longer than this (seconds)")
   args = parser.parse_args(argv)
@@ -179,7 +185,7 @@ def main(argv=None):
   else:
     def saved(out):
       Path(args.out).write_text(json.dumps({**result, "families": out, "partial": True}, indent=1))
-    result["families"] = device_suite(args.size, timeout=args.timeout, saved=saved)
+    result["families"] = device_suite(args.size, timeout=args.timeout, saved=saved, only=args.only)
   result["machine"]["load_end"] = os.getloadavg()[0]
   result["seconds"] = time.perf_counter() - t0
   Path(args.out).write_text(json.dumps(result, indent=1))
