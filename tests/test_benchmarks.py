@@ -238,3 +238,13 @@ def test_suite_stops_a_program_past_its_time_and_keeps_what_it_measured():
   for script in suite.SCRIPTS:
     assert "timed_out" in out[script] or "skipped" in out[script], out[script]
   assert len(saves) == len(names) + len(suite.SCRIPTS) and list(saves[0]) == names[:1]
+
+
+def test_phases_times_lowering_compiling_and_calls_at_any_block():
+  from benchmarks import phases
+  lines = []
+  for block in (0, 16):
+    out = phases.phases("hidden_gems", "tiny", runs=40, block=block, log=lines.append)
+    assert set(out) == {"lower", "compile", "call0", "call1", "temp_bytes"}
+    assert all(out[k] > 0 for k in out)
+  assert sum("compile  hidden_gems 40 runs, block 16" in line for line in lines) == 1
