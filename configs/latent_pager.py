@@ -330,6 +330,18 @@ def cpu_last():
   return c
 
 
+def cpu_names():
+  """`cpu_last` with every system declining the questions that name what their document never
+  mentions (`eval.decline_unknown_names`, `jaxlab.paging.grounding`; on `cpu_last`'s validation
+  split it fires on 184 of the 400 unanswerable questions and none of the 1,600 answerable);
+  every other setting as `cpu_last`'s. Declared before its run; its test world (2034) no earlier
+  design has read."""
+  c = cpu_last()
+  c.eval.decline_unknown_names = True
+  c.data.test_seed = 2034
+  return c
+
+
 def pretrain_16x():
   """`pretrain_composed` at 6 pages per 96-token chunk (16x the chunk's tokens; 13.3x the 80 a
   chunk adds past its overlap), the same budget: the encoder that ships in
@@ -574,7 +586,7 @@ def get_config(arg=""):
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
-                      "cpu_last": cpu_last, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
+                      "cpu_last": cpu_last, "cpu_names": cpu_names, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
                       "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot,
                       "seeds": seeds, "smoke": smoke, "long": long, "long_tree": long_tree,
                       "long_composed": long_composed, "long_16x": long_16x, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

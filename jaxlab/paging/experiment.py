@@ -211,6 +211,8 @@ def validate(config) -> None:
   require(config, "eval.pager_confidence", lambda v: v in pager_lib.CONFIDENCES, f"one of {pager_lib.CONFIDENCES}")
   require(config, "eval.pager_confidence", lambda v: v != "head+answer" or config.sufficiency.enabled,
           "'head' or 'answer' without the sufficiency head (sufficiency.enabled)")
+  if "decline_unknown_names" in config.eval:
+    require(config, "eval.decline_unknown_names", lambda v: isinstance(v, bool), "true or false")
   require(config, "eval.threshold_rule", lambda v: v in selective.RULES, f"one of {selective.RULES}")
   require(config, "eval.target_coverage", lambda v: is_probability(v) and v > 0, "in (0, 1]")
   require(config, "eval.coverages", tuple_of(None, lambda v: is_probability(v) and v > 0),

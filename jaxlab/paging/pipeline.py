@@ -16,8 +16,8 @@ from jaxlab.core import mesh as mesh_lib
 from jaxlab.core.config import ConfigError, repo_path
 from jaxlab.data import lexicon
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
-from jaxlab.paging import (bar as bar_lib, data, figures as figures_lib, generation, pages, pager as pager_lib,
-                           pretrain, reporting as pager_report, text_bridge, text_buffer, timing, train)
+from jaxlab.paging import (bar as bar_lib, data, figures as figures_lib, generation, grounding, pages,
+                           pager as pager_lib, pretrain, reporting as pager_report, text_bridge, text_buffer, timing, train)
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -112,7 +112,8 @@ ALL_SYSTEMS = ("latent_pager", "text_buffer", "full_context")
 def answer_split(setup: Setup, config, trained: dict | None, records: list[dict], docs=None, tb=None,
                  systems=ALL_SYSTEMS) -> dict:
   """Each system's answers and confidences on `records`: {system: {"answers", "confidence"}}
-  (the full context only when `eval.full_context`)."""
+  (the full context only when `eval.full_context`); with `eval.decline_unknown_names`, every
+  system declines the questions that name what their document never mentions (`grounding`)."""
   c, out = config, {}
   if "latent_pager" in systems:
     docs = docs or setup.documents(c, [r["document"] for r in records])
@@ -133,6 +134,8 @@ def answer_split(setup: Setup, config, trained: dict | None, records: list[dict]
     answers, conf = text_buffer.full_context(tb.answerer, setup.tokenizer, records, c.prompts.answer,
                                              c.model.context_tokens, c.eval.batch_size, setup.abstain)
     out["full_context"] = {"answers": answers, "confidence": conf}
+  if c.eval.get("decline_unknown_names", False):
+    out = grounding.decline(out, grounding.unknown_names(records))
   return out
 
 
