@@ -19,9 +19,11 @@ def test_every_system_declines_where_a_name_is_unknown_and_nowhere_else():
   unknown = grounding.unknown_names(records)
   assert unknown.tolist() == [False, True]
   answered = {"text_buffer": {"answers": ["Estmark", "Estmark"], "confidence": [0.5, 0.25]},
-              "latent_pager": {"answers": ["Estmark", "x"], "confidence": None}}
+              "latent_pager": {"answers": ["Estmark", "x"], "confidence": None},
+              "full_context": {"answers": [None, None], "confidence": [None, None]}}   # did not fit
   out = grounding.decline(answered, unknown)
   assert out["text_buffer"]["confidence"] == [0.5, -np.inf]
+  assert out["full_context"]["confidence"] == [None, None]
   assert out["text_buffer"]["answers"] == ["Estmark", "Estmark"]   # still scored before abstaining
   assert out["latent_pager"]["confidence"] is None
 

@@ -31,11 +31,12 @@ def unknown_names(records: list[dict]) -> np.ndarray:
 
 def decline(answered: dict, unknown: np.ndarray) -> dict:
   """`answered` ({system: {"answers", "confidence"}}) with every system's confidence -inf where
-  `unknown`; a system without confidences (it never abstains) is left as it is."""
+  `unknown`; a system without confidences (it never abstains) is left as it is, and so is a
+  question a system did not answer (confidence None: the full context where it does not fit)."""
   out = {}
   for system, a in answered.items():
     conf = a["confidence"]
     if conf is not None:
-      conf = np.where(unknown, -np.inf, np.asarray(conf, np.float64)).tolist()
+      conf = [c if c is None else -np.inf if u else c for c, u in zip(conf, unknown)]
     out[system] = {**a, "confidence": conf}
   return out
