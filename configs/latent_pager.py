@@ -589,4 +589,5 @@ def get_config(arg=""):
                       "cpu_last": cpu_last, "cpu_names": cpu_names, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
                       "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot,
                       "seeds": seeds, "smoke": smoke, "long": long, "long_tree": long_tree,
-                      "long_composed": long_composed, "long_16x": long_16x, "long_smoke": long_smoke, "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
+                      "long_composed": long_composed, "long_16x": long_16x, "long_smoke": long_smoke,
+                      "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -65,7 +65,6 @@ def disable(previous: str | None = None, enabled: bool = True) -> None:
   jax.config.update("jax_enable_compilation_cache", enabled)
 
 
-
 class Clock:
   """Seconds spent per compile phase (`EVENTS`) since it was made, and cache hits and misses."""
 

@@ -17,7 +17,8 @@ from jaxlab.core.config import ConfigError, repo_path
 from jaxlab.data import lexicon
 from jaxlab.lm import checkpoint_io, tokenizer as tok_lib
 from jaxlab.paging import (bar as bar_lib, data, figures as figures_lib, generation, grounding, pages,
-                           pager as pager_lib, pretrain, reporting as pager_report, text_bridge, text_buffer, timing, train)
+                           pager as pager_lib, pretrain, reporting as pager_report, text_bridge, text_buffer,
+                           timing, train)
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
