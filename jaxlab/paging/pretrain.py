@@ -42,7 +42,7 @@ from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
 from jaxlab.paging import encoders, pager as pager_lib, pages
 from jaxlab.paging.spec import PagerSpec
-from jaxlab.paging.train import Placement, Split  # the pager's QA rows and placement, on pretraining documents
+from jaxlab.paging.train import Placement, Split, adamw  # the pager's QA rows, placement and optimizer
 
 # The parts of a PagerModel that pretraining trains and exports.
 PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")
@@ -186,10 +186,7 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
   lm_graphdef, lm_state = nnx.split(lm)
   graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(config), lm))
   placement = Placement.of(params, mesh)
-  schedule = optax.warmup_cosine_decay_schedule(0.0, p.learning_rate, max(p.warmup_steps, 1),
-                                                max(p.steps, p.warmup_steps + 1), end_value=0.1 * p.learning_rate)
-  tx = optax.flatten(optax.chain(optax.clip_by_global_norm(p.clip_norm),
-                                 optax.adamw(schedule, weight_decay=p.weight_decay)))
+  tx, schedule = adamw(p.learning_rate, p.warmup_steps, p.steps, p.weight_decay, p.clip_norm)
   fingerprint = checkpoint.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS})
   root = jax.random.key(p.seed, impl="rbg")
   suff = float(config.sufficiency.loss_weight) if config.sufficiency.enabled else 0.0

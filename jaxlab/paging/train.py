@@ -46,11 +46,12 @@ from jaxlab.paging.spec import PagerSpec, TrainSpec
 
 def optimizer(t: TrainSpec, total_steps: int):
   """(AdamW with warmup and cosine decay to 0.1x, its schedule)."""
-  return _optimizer(t.learning_rate, t.warmup_steps, total_steps, t.weight_decay, t.clip_norm)
+  return adamw(t.learning_rate, t.warmup_steps, total_steps, t.weight_decay, t.clip_norm)
 
 
 @functools.lru_cache(maxsize=None)
-def _optimizer(lr, warmup, total, weight_decay, clip_norm):
+def adamw(lr, warmup, total, weight_decay, clip_norm):
+  """(AdamW with warmup and cosine decay to 0.1x, its schedule) for every trainer of the pager."""
   # Cached: the step takes the optimizer as a static argument, so an equal config must give the
   # same object, or every fit would compile again. `optax.flatten` runs the update on one raveled
   # vector: the same arithmetic (decay applies to every parameter, as PyTorch's AdamW), but one
