@@ -4,11 +4,12 @@ hand-made summaries, in seconds."""
 import json
 
 import numpy as np
+import pytest
 
 from jaxlab.core import report
 from jaxlab.developmental import analysis as dev
 from jaxlab.paging import bar as pager, claims as pager_claims, reporting as pager_report
-from jaxlab.paging import seeds
+from jaxlab.paging import seeds, selective
 
 
 def test_target_rows_and_section():
@@ -105,12 +106,38 @@ def test_pager_targets_are_the_declared_non_inferiority_margins():
   assert "-0.02" in pager.declared_text(DECLARED) and "2.55x" in pager.declared_text(DECLARED)
 
 
-def test_pager_detection_goal_needs_precision_at_recall():
+def test_pager_detection_goal_needs_both_intervals_on_its_side():
   h = _pager_headline(None, None)
-  fig = lambda p, r: {"abstention/latent_pager": {"precision": p, "recall": r}, "abstention/text_buffer": {
-      "precision": 0.25, "recall": 0.9}}
-  goal = lambda p, r: pager.targets(h, pager.bar(h, DECLARED), DECLARED, fig(p, r))[-1]["met"]
-  assert goal(0.6, 0.5) is True and goal(0.59, 0.9) is False and goal(0.9, 0.49) is False
+  text_buffer = {"precision": 0.25, "recall": 0.9}
+  fig = lambda p, r: {"abstention/latent_pager": {"precision": p, "recall": r}, "abstention/text_buffer": text_buffer}
+  iv = lambda p, r: {"abstention/latent_pager/precision": _interval(p[0], *p[1:]),
+                     "abstention/latent_pager/recall": _interval(r[0], *r[1:]),
+                     "abstention/text_buffer/precision": _interval(0.25, 0.2, 0.3),
+                     "abstention/text_buffer/recall": _interval(0.9, 0.85, 0.95)}
+  goal = lambda p, r: pager.targets(h, pager.bar(h, DECLARED), DECLARED, fig(p[0], r[0]), iv(p, r))[-1]
+  assert goal((0.7, 0.6, 0.8), (0.6, 0.5, 0.7))["met"] is True
+  assert goal((0.62, 0.59, 0.65), (0.7, 0.65, 0.75))["met"] is False        # precision's interval reaches below 0.6
+  assert "not resolved" in goal((0.62, 0.59, 0.65), (0.7, 0.65, 0.75))["ours"]
+  assert goal((0.59, 0.55, 0.63), (0.9, 0.85, 0.95))["met"] is False
+  assert "not resolved" not in goal((0.59, 0.55, 0.63), (0.9, 0.85, 0.95))["ours"]
+  assert goal((0.9, 0.85, 0.95), (0.49, 0.45, 0.53))["met"] is False
+  assert "0.620 [0.590, 0.650]" in goal((0.62, 0.59, 0.65), (0.7, 0.65, 0.75))["ours"]
+  # Without intervals (no abstention to resample) the goal is not met, whatever the point estimates.
+  assert pager.targets(h, pager.bar(h, DECLARED), DECLARED, fig(0.9, 0.9))[-1]["met"] is False
+
+
+def test_abstention_ratios_are_precision_and_recall_over_the_drawn_questions():
+  said = np.array([1, 1, 0, 1, 0, 0], bool)
+  unans = np.array([1, 0, 1, 1, 0, 0], bool)
+  r = selective.abstention_ratios(said, unans)
+  every = np.arange(6)
+  assert r["precision"](every) == pytest.approx(2 / 3) and r["recall"](every) == pytest.approx(2 / 3)
+  assert r["precision"](np.array([0, 0, 1])) == pytest.approx(2 / 3)
+  assert r["precision"](np.array([[2, 4], [0, 3]])).tolist() == [0.0, 1.0]   # a resample without abstentions: 0
+  # Over seeds: (seeds, questions) flags, seeds and questions drawn together and pooled.
+  two = selective.abstention_ratios(np.stack([said, ~said]), unans)
+  assert two["recall"](np.arange(2), every) == pytest.approx(3 / 6)
+  assert two["precision"](np.array([[1, 1]]), np.array([[2, 5]])).tolist() == [0.5]
 
 
 def test_pager_latency_target_is_in_the_report_only():
@@ -137,6 +164,7 @@ def test_seed_study_targets_are_the_bar_over_seeds():
               "f1": {"text_buffer": text_f1, "latent_pager": text_f1 + 0.01 * s},
               "hallucination": {"text_buffer": np.zeros(units), "latent_pager": np.zeros(units)},
               "confidence": {"text_buffer": rng.random(units), "latent_pager": rng.random(units)},
+              "abstained": {"text_buffer": np.arange(units) % 2 == 0, "latent_pager": np.arange(units) >= 8 - s},
               "history": [{"step": 0, "val_f1": 0.3}],
               "summary": {"headline": h, "bar": pager.bar(h, DECLARED)}}
           for s in (0, 1)}
@@ -145,6 +173,15 @@ def test_seed_study_targets_are_the_bar_over_seeds():
   over = summary["bar"]["over_seeds"]
   assert [t["met"] for t in summary["targets"]] == [over["f1_ungated"], over["f1_at_80"], over["hallucination"]]
   assert summary["intervals"]["over_seeds/f1_ungated/latent_pager-text_buffer"]["diff"] > 0
+  # Detection over seeds: abstentions pooled over both seeds (seed 0: the 2 unanswerable questions;
+  # seed 1: those and one answerable), judged on the nested intervals, outside the bar's targets.
+  iv = summary["intervals"]
+  assert iv["over_seeds/abstention/latent_pager/precision"]["diff"] == pytest.approx(4 / 5)
+  assert iv["over_seeds/abstention/latent_pager/recall"]["diff"] == 1.0
+  assert iv["over_seeds/abstention/text_buffer/precision"]["diff"] == pytest.approx(1 / 5)
+  assert summary["detection"]["target"] == "a system detects missing answers"
+  assert summary["detection"]["met"] is (iv["over_seeds/abstention/latent_pager/precision"]["ci"][0] >= 0.6)
+  assert "latent pager precision 0.800 [" in summary["detection"]["ours"]
   assert "latency" not in json.dumps(summary)
 
 

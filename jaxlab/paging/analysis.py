@@ -184,6 +184,10 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
     said = [a for a, r in zip(final[s], main) if a is not None]
     ok = [r.get("answerable", True) for a, r in zip(final[s], main) if a is not None]
     figures[f"abstention/{s}"] = selective.abstention_scores(said, ok, abstain)
+    if figures[f"abstention/{s}"]["abstained"]:   # the detection goal is graded on these intervals
+      ratios = selective.abstention_ratios(selective.abstained(said, abstain), ~np.asarray(ok, bool))
+      for k, fn in ratios.items():
+        intervals[f"abstention/{s}/{k}"] = bootstrap_claim(fn, len(said), boots, seed)
   for other in others:
     intervals[f"every/hallucination/latent_pager-{other}"] = interval(halluc["latent_pager"], halluc[other], boots, seed)
     intervals[f"every/hallucination_grounded/latent_pager-{other}"] = interval(
@@ -255,7 +259,8 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
   summary["headline"] = bar_lib.headline(config, summary, {"f1_raw": raw, "hallucination": halluc, "f1": sc},
                                  answerable, boots, seed)
   summary["bar"] = bar_lib.bar(summary["headline"], config["bar"])
-  summary["targets"] = bar_lib.targets(summary["headline"], summary["bar"], config["bar"], summary["figures"])
+  summary["targets"] = bar_lib.targets(summary["headline"], summary["bar"], config["bar"], summary["figures"],
+                                       summary["intervals"])
   return summary
 
 

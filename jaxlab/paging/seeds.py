@@ -13,7 +13,8 @@ on a nested bootstrap (`core.stats.nested_bootstrap`: seeds and questions resamp
 the interval holds the spread between training runs as well as the questions'. The latency
 ratios (end to end per question at one question per document) are wall-clock figures and stay
 out of summary.json (timing.json, report.md). The targets (summary.json "targets", report.md)
-are the bar's parts judged over seeds.
+are the bar's parts judged over seeds; the goal of detecting missing answers is judged over seeds
+apart (summary.json "detection": abstain precision and recall, nested over seeds and questions).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 
 from jaxlab.core import report as report_lib
 from jaxlab.core.config import derive, to_dict
-from jaxlab.core.stats import describe, nested_bootstrap
+from jaxlab.core.stats import bootstrap_claim, describe, nested_bootstrap
 from jaxlab.paging import (analysis, bar as bar_lib, figures as figures_lib, latency as latency_lib, metrics,
                            pipeline, reporting as pager_report, selective)
 from jaxlab.paging.spec import keep_rule, kept
@@ -81,11 +82,13 @@ def _scored(sub: Path) -> dict:
   main = [r for r in rows if not r["probe"]]
   systems = ("latent_pager", "text_buffer")
   chosen = analysis.thresholds(val, config, systems)
-  _, halluc = analysis.served(main, {s: analysis.final_answers(main, s, chosen, abstain) for s in systems}, abstain)
+  final = {s: analysis.final_answers(main, s, chosen, abstain) for s in systems}
+  _, halluc = analysis.served(main, final, abstain)
   f1 = {s: np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in main]) for s in systems}
   conf = {s: np.array([r["confidence"][s] for r in main], np.float64) for s in systems}
   return {"ids": [r["id"] for r in main], "answerable": np.array([r.get("answerable", True) for r in main]),
           "f1": f1, "hallucination": halluc, "confidence": conf,
+          "abstained": {s: selective.abstained([a or "" for a in final[s]], abstain) for s in systems},
           "text_answers": [r["answers"]["text_buffer"] for r in main], "history": history,
           "timing": timing, "summary": json.loads((sub / "summary.json").read_text())}
 
@@ -135,9 +138,56 @@ def summarize(config: dict, runs: dict[int, dict]) -> dict:
     per_seed[str(s)] = {"kept_step": kept(history, keep)["step"], **runs[s]["summary"]["bar"]}
   over = {hkey: intervals[f"over_seeds/{part}/latent_pager-text_buffer"] for part, hkey, _, _ in parts}
   bar = {"per_seed": per_seed, "over_seeds": bar_lib.bar(over, declared)}
+  found = detection_intervals(runs, boots, rseed)
   return {"experiment": config["experiment"], "variant": config.get("variant"), "train_seeds": seeds,
-          "figures": figures, "intervals": intervals, "bar": bar,
-          "targets": bar_lib.targets(over, bar["over_seeds"], declared, {})[:len(parts)]}
+          "figures": figures, "intervals": {**intervals, **found}, "bar": bar,
+          "targets": bar_lib.targets(over, bar["over_seeds"], declared, {})[:len(parts)],
+          "detection": detection(found)}
+
+
+def detection_intervals(runs: dict[int, dict], boots: int, rseed: int) -> dict:
+  """Abstain precision and recall as served, over every test question: the pager's pooled over
+  seeds with a nested bootstrap (seeds and questions drawn together), the text buffer's (the same
+  answers in every seed) with a bootstrap over questions. Kept under `intervals`, keyed
+  `over_seeds/abstention/<system>/<precision|recall>`, each with its observed value as "diff"."""
+  seeds = sorted(runs)
+  unans = ~runs[seeds[0]]["answerable"]
+  said = np.stack([runs[s]["abstained"]["latent_pager"] for s in seeds])
+  out = {}
+  for k, fn in selective.abstention_ratios(said, unans).items():
+    out[f"over_seeds/abstention/latent_pager/{k}"] = nested_bootstrap(fn, len(seeds), len(unans), boots, rseed)
+  for k, fn in selective.abstention_ratios(runs[seeds[0]]["abstained"]["text_buffer"], unans).items():
+    out[f"over_seeds/abstention/text_buffer/{k}"] = bootstrap_claim(fn, len(unans), boots, rseed)
+  return out
+
+
+def detection_text(summary: dict, runs: dict[int, dict]) -> str:
+  """Abstain precision and recall per seed (each run's own intervals over questions) and over
+  seeds, with the goal judged over seeds."""
+  iv, rows = summary["intervals"], []
+  for s in summary["train_seeds"]:
+    own = runs[s]["summary"]
+    a = own["figures"].get("abstention/latent_pager") or {}
+    rows.append([s] + [figures_lib.ci_text({"mean": a.get(k), "ci": (own["intervals"].get(
+        f"abstention/latent_pager/{k}") or {}).get("ci")}, 3) if a.get(k) is not None else "n/a"
+        for k in ("precision", "recall")])
+  for s, label in (("latent_pager", "pager over seeds"), ("text_buffer", "text buffer (every seed)")):
+    rows.append([label] + [figures_lib.ci_text({"mean": iv[f"over_seeds/abstention/{s}/{k}"]["diff"],
+                                                 "ci": iv[f"over_seeds/abstention/{s}/{k}"]["ci"]}, 3)
+                           for k in ("precision", "recall")])
+  d = summary["detection"]
+  return (f"Goal: {d['text']}. Over seeds: **{'met' if d['met'] else 'not met'}** ({d['ours']}). Abstentions as "
+          "served, over every test question; per seed, that run's bootstrap over questions; over seeds, pooled "
+          "and nested over seeds and questions.\n\n"
+          + report_lib.markdown_table(["training seed", "abstain precision", "abstain recall"], rows))
+
+
+def detection(iv: dict) -> dict:
+  """The detection goal judged over seeds (`bar.detection_target` on `detection_intervals`)."""
+  where = "over_seeds/abstention"
+  figures = {f"{where}/{s}": {k: iv[f"{where}/{s}/{k}"]["diff"] for k in ("precision", "recall")}
+             for s in ("latent_pager", "text_buffer")}
+  return bar_lib.detection_target(figures, iv, where)
 
 
 def latency(config: dict, runs: dict[int, dict]) -> dict:
@@ -226,6 +276,7 @@ def report(workdir) -> Path:
        "seeds, nested over seeds and timed documents).\n\n" + report_lib.markdown_table(
            ["training seed", "kept step (val F1)"] + [f"pager {what}; - text buffer" for _, _, what, _ in parts]
            + ["latency ratio", "bar parts (" + " / ".join(p for p, *_ in parts) + " / latency)"], rows)),
+      ("Detecting missing answers", detection_text(summary, runs)),
       report_lib.plots_section([plot(summary, parts, workdir)]),
   ]
   return report_lib.write_report(workdir, "Latent pager over training seeds", sections)

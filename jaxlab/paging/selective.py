@@ -148,10 +148,37 @@ def aurc(confidence, loss, idx=None) -> np.ndarray:
   return risk.mean(axis=-1)
 
 
+def abstained(answers: list[str], abstain: str) -> np.ndarray:
+  """Per answer, whether it is the abstain string."""
+  return np.array([metrics.normalize(a) == metrics.normalize(abstain) for a in answers], bool)
+
+
+def abstention_ratios(said: np.ndarray, unanswerable: np.ndarray) -> dict:
+  """{"precision", "recall"}: margin functions of `stats.bootstrap_claim` (question indices ->
+  the share of abstentions on unanswerable questions, the share of unanswerable questions
+  abstained on; 0 where a resample has none to divide by); with a leading seeds axis (said:
+  (seeds, questions)) of `stats.nested_bootstrap`, pooled over the drawn seeds."""
+  said = np.asarray(said, np.float64)
+  unans = np.broadcast_to(np.asarray(unanswerable, np.float64), said.shape)
+  hit = said * unans
+
+  def ratio(num, den):
+    if num.ndim == 1:
+      take = lambda a, i: a[i].sum(axis=-1)
+    else:
+      take = lambda a, si, ui: a[si[..., :, None], ui[..., None, :]].sum(axis=(-2, -1))
+
+    def margin(*idx):
+      n, d = take(num, *idx), take(den, *idx)
+      return np.where(d > 0, n / np.maximum(d, 1), 0.0)
+    return margin
+  return {"precision": ratio(hit, said), "recall": ratio(hit, unans)}
+
+
 def abstention_scores(answers: list[str], answerable, abstain: str) -> dict:
   """Abstain precision (share of abstentions that were on unanswerable questions) and recall
   (share of unanswerable questions abstained on), with their counts."""
-  said = np.array([metrics.normalize(a) == metrics.normalize(abstain) for a in answers], bool)
+  said = abstained(answers, abstain)
   unans = ~np.asarray(answerable, bool)
   hit = int(np.sum(said & unans))
   return {"abstained": int(said.sum()), "unanswerable": int(unans.sum()), "correct_abstentions": hit,
