@@ -566,6 +566,20 @@ def long_16x():
   return c
 
 
+def long_32x():
+  """`long_16x` at 3 pages per chunk, the encoder of `pretrain_32x` (pretrained on `cpu`'s
+  documents on the same base model): the third point of the frontier on long documents. At the
+  same 192 soft tokens `paged` reads the pages of the scorer's top 64 chunks and `hybrid` its top
+  chunk as text beside the pages of the next 32; every other setting is `long_16x`'s, none
+  re-chosen. Declared before its first run, with `long_16x`'s bar: on `long`'s test world (a design
+  of its own, scored once there), `paged` and `hybrid` against the chosen text buffer and the
+  expanded reader, by F1 before abstaining, non-inferiority at 0.02."""
+  c = long_16x()
+  c.pager.update(dict(slots_per_chunk=3, init="models/latent_pager_pointer_32x"))
+  c.expansion.update(dict(page_chunks=64, hybrid_page_chunks=32))
+  return c
+
+
 def long_smoke():
   """`long`'s references and expanded reader at the smoke size (the tests' run)."""
   c = smoke()
@@ -589,5 +603,6 @@ def get_config(arg=""):
                       "cpu_last": cpu_last, "cpu_names": cpu_names, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
                       "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot,
                       "seeds": seeds, "smoke": smoke, "long": long, "long_tree": long_tree,
-                      "long_composed": long_composed, "long_16x": long_16x, "long_smoke": long_smoke,
+                      "long_composed": long_composed, "long_16x": long_16x, "long_32x": long_32x,
+                      "long_smoke": long_smoke,
                       "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
