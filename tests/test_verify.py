@@ -375,6 +375,29 @@ def test_receipt_command_writes_what_verify_reads(copy, tmp_path, capsys):
   assert receipts.verify(copy, root).match == "seed"            # another machine kind: within seed error
 
 
+def test_a_cpu_of_another_model_with_the_same_extensions_is_another_machine_kind(copy, tmp_path):
+  """Two CPUs with the same vector extensions can round differently (the smoke receipts of an AMD
+  EPYC with AVX-512 disagree in their last bits on an Intel Xeon with its AMX capped off), so the
+  CPU's model is part of the kind; a kind recorded before it was is read from the provenance's CPU."""
+  shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
+  root = tmp_path / "results"
+  assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
+  meta = root / "hidden_gems" / "smoke" / "receipt.json"
+  here = receipts.machine()
+  assert here["cpu_kind"] == receipts.cpu_kind() and receipts.verify(copy, root).match == "bitwise"
+  _edit(meta, lambda m: m["machine"].update(cpu_kind="AuthenticAMD family 25 model 17"))
+  result = receipts.verify(copy, root)
+  assert result.match == "seed" and "differs in cpu_kind" in result.note and result.ok
+  # Recorded without the model: this machine's kind when its provenance names this CPU, else another.
+  _edit(meta, lambda m: m["machine"].pop("cpu_kind"))
+  _edit(meta, lambda m: m["provenance"].update(cpu=receipts._cpu_model()))
+  assert receipts.verify(copy, root).match == "bitwise"
+  _edit(meta, lambda m: m["provenance"].update(cpu="AMD EPYC" if "AMD" not in receipts._cpu_model() else "Intel Xeon"))
+  assert receipts.verify(copy, root).match == "seed"
+  assert receipts.kind_differences({**here, "cpu_kind": None}, here) == ["cpu_kind"]
+  assert receipts.kind_differences({k: v for k, v in here.items() if k != "cpu_kind"}, here, None) == ["cpu_kind"]
+
+
 def test_missing_receipt_is_a_clean_error(copy, tmp_path, capsys):
   assert launch.main(["verify", str(copy), "--receipts", str(tmp_path / "none")]) == 2
   assert "no receipt for hidden_gems:smoke" in capsys.readouterr().err

@@ -110,18 +110,39 @@ def cpu_isa() -> list[str]:
   return found
 
 
+def cpu_kind() -> str | None:
+  """The CPU's vendor, family and model (/proc/cpuinfo), or None where it cannot be read. Two
+  CPUs with the same vector extensions can still round differently (another microarchitecture:
+  LLVM's tuning for it, the cache sizes a library blocks a product by), so a bitwise receipt
+  holds on its own CPU model only."""
+  try:
+    text = Path("/proc/cpuinfo").read_text()
+  except OSError:
+    return None
+  fields = {}
+  for line in text.splitlines():
+    key, _, value = line.partition(":")
+    fields.setdefault(key.strip(), value.strip())
+  parts = [fields.get("vendor_id"), fields.get("cpu family"), fields.get("model")]
+  return None if None in parts else f"{parts[0]} family {parts[1]} model {parts[2]}"
+
+
 def cpu_threads() -> int:
   """The size of XLA's CPU thread pool: NPROC, or the core count (a trained model's last bits can
   depend on it, through how a large reduction is split over the threads)."""
   return int(os.environ.get("NPROC") or os.cpu_count() or 1)
 
 
-HARDWARE = ("backend", "arch", "cpu_features", "xla_cpu_max_isa", "device_kind")
+HARDWARE = ("backend", "arch", "cpu_kind", "cpu_features", "xla_cpu_max_isa", "device_kind")
 
 
-def _hardware(kind: dict) -> dict:
-  """What of a machine kind sets how fast each program runs (not the software's versions)."""
-  return {k: kind.get(k) for k in HARDWARE}
+def kind_differences(recorded: dict, here: dict, recorded_cpu: str | None = None) -> list[str]:
+  """The fields in which machine kind `here` differs from `recorded`. A CPU kind recorded before
+  the CPU's model was part of it is compared by the CPU's name in its provenance (`recorded_cpu`)."""
+  recorded = dict(recorded)
+  if recorded.get("backend") == "cpu" and "cpu_kind" not in recorded:
+    recorded["cpu_kind"] = here.get("cpu_kind") if recorded_cpu == _cpu_model() else recorded_cpu
+  return sorted(k for k in set(recorded) | set(here) if recorded.get(k) != here.get(k))
 
 
 def machine() -> dict:
@@ -133,6 +154,7 @@ def machine() -> dict:
   kind = {"backend": jax.default_backend(), "arch": platform.machine(), "jax": jax.__version__,
           "jaxlib": jaxlib.__version__}
   if device.platform == "cpu":
+    kind["cpu_kind"] = cpu_kind()
     kind["cpu_features"] = cpu_isa()
     if max_isa():
       kind["xla_cpu_max_isa"] = max_isa()
@@ -656,13 +678,15 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
                             "(write one with `jaxlab receipt WORKDIR` after the documented run)")
   meta = _read(where / "receipt.json") if (where / "receipt.json").is_file() else {}
   here = machine()
+  made_on = (meta.get("provenance") or {}).get("cpu")
+  differ = kind_differences(meta.get("machine") or {}, here, made_on)
+  # Timing is judged on the receipt's hardware only (a receipt that records no machine: as here).
+  other_hardware = bool(set(HARDWARE) & set(kind_differences(meta.get("machine") or here, here, made_on)))
   if match is not None:
     note = "asked for"
-  elif meta.get("match") == "bitwise" and meta.get("machine") == here:
+  elif meta.get("match") == "bitwise" and not differ:
     match, note = "bitwise", "the receipt is deterministic on this machine kind, and this is that kind"
   elif meta.get("match") == "bitwise":
-    differ = sorted(k for k in set(meta.get("machine", {})) | set(here)
-                    if meta.get("machine", {}).get(k) != here.get(k))
     match, note = "seed", f"the receipt is bitwise on another machine kind (differs in {', '.join(differ)})"
   else:
     match, note = "seed", "the receipt asks for seed error" if meta else "the receipt records no machine"
@@ -686,7 +710,7 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
   if (where / TIMING).is_file():
     if (workdir / TIMING).is_file():
       checks += _compare_intervals("timing", _read(where / TIMING), _read(workdir / TIMING), only_intervals=True,
-                                   other_hardware=_hardware(meta.get("machine") or here) != _hardware(here))
+                                   other_hardware=other_hardware)
     else:
       checks.append(Check("timing", TIMING, "present", None, False, "the run wrote no timing.json"))
   if (where / "report.md").is_file() and (workdir / "report.md").is_file():
