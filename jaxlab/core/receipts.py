@@ -82,21 +82,26 @@ def max_isa() -> str | None:
   return found[-1].upper() if found else None
 
 
-def _cpu_flags() -> list[str]:
+def _cpuinfo() -> dict[str, str]:
+  """The first processor's fields in /proc/cpuinfo ({} where it cannot be read)."""
   try:
     text = Path("/proc/cpuinfo").read_text()
   except OSError:
-    return []
-  return next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return {}
+  fields = {}
+  for line in text.splitlines():
+    key, sep, value = line.partition(":")
+    if sep:
+      fields.setdefault(key.strip(), value.strip())
+  return fields
+
+
+def _cpu_flags() -> list[str]:
+  return _cpuinfo().get("flags", "").split()
 
 
 def _cpu_model() -> str:
-  try:
-    text = Path("/proc/cpuinfo").read_text()
-  except OSError:
-    return platform.processor()
-  return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
-              platform.processor())
+  return _cpuinfo().get("model name") or platform.processor()
 
 
 def cpu_isa() -> list[str]:
@@ -115,14 +120,7 @@ def cpu_kind() -> str | None:
   CPUs with the same vector extensions can still round differently (another microarchitecture:
   LLVM's tuning for it, the cache sizes a library blocks a product by), so a bitwise receipt
   holds on its own CPU model only."""
-  try:
-    text = Path("/proc/cpuinfo").read_text()
-  except OSError:
-    return None
-  fields = {}
-  for line in text.splitlines():
-    key, _, value = line.partition(":")
-    fields.setdefault(key.strip(), value.strip())
+  fields = _cpuinfo()
   parts = [fields.get("vendor_id"), fields.get("cpu family"), fields.get("model")]
   return None if None in parts else f"{parts[0]} family {parts[1]} model {parts[2]}"
 
