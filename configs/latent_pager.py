@@ -351,6 +351,25 @@ def pretrain_16x():
   return c
 
 
+def pretrain_long_16x():
+  """`pretrain_16x` continued on documents of `long`'s length (1,800-7,000 words) laid out as the
+  `paged` reader of `long_16x` reads them: each document cut to 32 of its chunks (192 pages, that
+  reader's budget), every chunk holding one of its questions' evidence and the rest drawn at
+  random, in document order; two questions a row, so the pages and both questions fit the window;
+  answerable questions without recorded evidence left out. Starts from
+  models/latent_pager_pointer_16x, 400 steps (its warmup and rate); its held-out documents are cut
+  the same way, and step 0 is the shipped encoder's figures on them: the encoder that ships in
+  models/latent_pager_pointer_16x_long."""
+  c = pretrain_16x()
+  c.pager.init = "models/latent_pager_pointer_16x"
+  c.data.update(dict(min_tokens=1_800, max_tokens=7_000))
+  c.pages.max_pages = 32
+  c.train.questions_per_row = 2
+  c.pretrain.update(dict(seed=1109, documents=4_000, steps=400, eval_every=100))
+  c.pretrain.chunks = "evidence"
+  return c
+
+
 def cpu_16x():
   """`cpu_last` reading 6 pages per chunk from that encoder (every other setting as `cpu_last`'s,
   none re-chosen), against the same text buffer; declared before its first run: the bar is
@@ -597,7 +616,7 @@ def long_smoke():
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
-                      "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
+                      "pretrain_slots": pretrain_slots, "pretrain_long_16x": pretrain_long_16x, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
                       "cpu_last": cpu_last, "cpu_names": cpu_names, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,

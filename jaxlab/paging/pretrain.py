@@ -15,6 +15,12 @@ drawn (the only chunk of a one-chunk document):
   questions (`data.questions_per_document`, `data.unanswerable_fraction` of them unanswerable)
   after all its pages, as the pager answers (`pager.qa_ce`), with the sufficiency head's BCE.
 
+With `pretrain.chunks = "evidence"` (documents far longer than the window, as the `paged` reader
+of long documents reads the chunks a scorer picks), each row's document is cut to `pages.max_pages`
+of its chunks, in document order: every chunk that holds one of the row's questions' evidence, the
+rest drawn at random; answerable questions without recorded evidence are left out (their fact may
+be cut away). `pager.init` names an exported encoder to continue from.
+
 The loss is `ae_weight` x (a) + `continuation_weight` x (b) (the cross-entropy of chunk j's
 tokens) + `qa_weight` x (c). Held-out documents (validation-split entities) measure reconstruction token accuracy and
 the exact-chunk rate (every token right under teacher forcing, which is exactly when greedy
@@ -40,9 +46,9 @@ from safetensors.numpy import load_file, save_file
 from jaxlab.core import checkpoint, mesh as mesh_lib, train as train_lib
 from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
-from jaxlab.paging import encoders, pager as pager_lib, pages
+from jaxlab.paging import encoders, pager as pager_lib, pages, retrieval
 from jaxlab.paging.spec import PagerSpec
-from jaxlab.paging.train import Placement, Split, adamw  # the pager's QA rows, placement and optimizer
+from jaxlab.paging.train import Placement, Split, adamw, load_into, question_rows  # the pager's QA rows, ...
 
 # The parts of a PagerModel that pretraining trains and exports.
 PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")
@@ -61,6 +67,28 @@ def records(config, split: str, num: int) -> list[dict]:
   """Questions on `num` pretraining documents (train: `data.questions_per_document` each) or
   held-out documents (validation entities, one question each)."""
   return list(long_doc_qa.generate_qa(document_config(config, split), split, num))
+
+
+def with_evidence(recs: list[dict]) -> list[dict]:
+  """The questions whose pages can hold their answer once a document is cut to some of its chunks:
+  the unanswerable ones and the answerable ones with recorded evidence."""
+  return [r for r in recs if not r.get("answerable", True) or r.get("evidence_char_start")]
+
+
+def cut_to_evidence(split: Split, recs: list[dict], per_row: int, keep: int, tokenizer, settings, seed: int) -> Split:
+  """`split` (made from `recs`, `per_row` questions a row) with each row's document cut to `keep` of
+  its chunks, in document order: those holding the row's questions' evidence, the rest drawn at
+  random (a generator per row, so the cut depends on (seed, row) only)."""
+  items = []
+  for i, (row, chunks) in enumerate(zip(question_rows(recs, per_row), split.docs.items)):
+    offsets = tokenizer.encode(row[0]["document"]).offsets
+    held = sorted({c for r in row for c in retrieval.evidence_chunks(offsets, r, settings.chunk_tokens,
+                                                                     settings.chunk_overlap)})[:keep]
+    rest = np.array([j for j in range(len(chunks)) if j not in held], np.int64)
+    fill = np.random.default_rng([seed, i]).choice(rest, min(keep - len(held), len(rest)), replace=False)
+    items.append([chunks[j] for j in sorted(held + fill.tolist())])
+  split.docs.items = items
+  return split
 
 
 def chunk_targets(batch: dict, pick) -> tuple:
@@ -178,13 +206,20 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
   max_pages = config.pages.max_pages or 8
   per_row = config.train.questions_per_row
   docs_for = lambda documents: pager_lib.Documents(config.pager.encoder, store, documents)
-  split = lambda recs, n: Split.of(recs, docs_for, tokenizer, config.prompts.pager, eos_id, n,
-                                   config.data.abstain_answer)
-  train_docs = split(records(config, "train", p.documents), per_row)
-  held_out = split(records(config, "validation", p.eval_documents), 1)
+  evidence = p.get("chunks", "first") == "evidence"
+
+  def split(recs, n, seed):
+    recs = with_evidence(recs) if evidence else recs
+    made = Split.of(recs, docs_for, tokenizer, config.prompts.pager, eos_id, n, config.data.abstain_answer)
+    return cut_to_evidence(made, recs, n, max_pages, tokenizer, store.settings, seed) if evidence else made
+
+  train_docs = split(records(config, "train", p.documents), per_row, p.seed)
+  held_out = split(records(config, "validation", p.eval_documents), 1, p.seed + 1)
   width = max(train_docs.width(per_row), held_out.width(1))
   lm_graphdef, lm_state = nnx.split(lm)
   graphdef, params = nnx.split(pager_lib.build(PagerSpec.of(config), lm))
+  if config.pager.init:
+    params = load_into(params, load(repo_path(config.pager.init), config))
   placement = Placement.of(params, mesh)
   tx, schedule = adamw(p.learning_rate, p.warmup_steps, p.steps, p.weight_decay, p.clip_norm)
   fingerprint = checkpoint.fingerprint({k: to_dict(config)[k] for k in FINGERPRINT_FIELDS})
@@ -204,13 +239,15 @@ def run(config, workdir: Path, lm, tokenizer, store, eos_id: int, mesh) -> dict:
     return {"params": params, "opt_state": opt_state}, {"loss": loss, "acc": acc, "grad_norm": gnorm}
 
   def held_out_record(state, done, window):
-    return {"step": done, "loss": float(np.mean([w["loss"] for w in window])),
-            "token_accuracy_train": float(np.mean([w["acc"] for w in window])), "lr": float(schedule(done - 1)),
+    mean = lambda key: float(np.mean([w[key] for w in window])) if window else None  # step 0: none yet
+    return {"step": done, "loss": mean("loss"), "token_accuracy_train": mean("acc"),
+            "lr": float(schedule(max(done - 1, 0))),
             **{f"val_{k}": v for k, v in evaluate(state["params"], graphdef, lm, held_out, max_pages, width,
                                                    store.pad_id, p.batch_size, p.seed, mesh).items()}}
 
   loop = train_lib.Loop(step, p.steps, held_out_record, eval_every=p.eval_every, name="pretrain",
-                        log_name="pretrain_log", folder="pretrain_checkpoints", shown=("loss", "acc"))
+                        log_name="pretrain_log", folder="pretrain_checkpoints", shown=("loss", "acc"),
+                        eval_at_start=bool(config.pager.init))
   params, opt_state = placement.put(params, tx.init(params))
   state = {"params": params, "opt_state": opt_state}
   result = train_lib.fit(loop, state, workdir, fingerprint)

@@ -65,7 +65,7 @@ def write(workdir) -> Path:
   table = report_lib.markdown_table(
       ["step", "train loss", "token acc (own pages)", "exact chunks", "AE CE", "continuation CE", "no-pages CE",
        "no-pages token acc", "QA CE"],
-      [[r["step"], f"{r['loss']:.4f}", f"{r['val_token_accuracy']:.4f}", f"{r['val_exact_chunk_rate']:.4f}",
+      [[r["step"], "" if r["loss"] is None else f"{r['loss']:.4f}", f"{r['val_token_accuracy']:.4f}", f"{r['val_exact_chunk_rate']:.4f}",
         f"{r['val_ae_ce']:.4f}", f"{r['val_continuation_ce']:.4f}", f"{r['val_no_pages_ce']:.4f}",
         f"{r['val_no_pages_token_accuracy']:.4f}", f"{r.get('val_qa_ce', float('nan')):.4f}"] for r in rows])
   sections = [
@@ -78,7 +78,12 @@ def write(workdir) -> Path:
                    f"autoencoding x {config['pretrain']['ae_weight']} + continuation x "
                    f"{config['pretrain']['continuation_weight']} + question answering x "
                    f"{config['pretrain']['qa_weight']}. "
-                   f"Held out: {summary['held_out_chunks']} documents about validation-split entities (one chunk "
+                   + (f"Started from `{config['pager']['init']}` (step 0: its held-out figures). "
+                      if config["pager"].get("init") else "")
+                   + (f"Each document cut to {config['pages']['max_pages']} of its chunks: those holding its "
+                      "questions' evidence, the rest drawn at random. "
+                      if config["pretrain"].get("chunks") == "evidence" else "")
+                   + f"Held out: {summary['held_out_chunks']} documents about validation-split entities (one chunk "
                    "and one question each)."),
       ("Result", f"Reconstruction token accuracy {f['val_token_accuracy']:.4f} (teacher forced; the frozen LM with no "
                  f"pages: {f['val_no_pages_token_accuracy']:.4f}); exact-chunk rate {f['val_exact_chunk_rate']:.4f} "
