@@ -357,15 +357,15 @@ def pretrain_long_16x():
   reader's budget), every chunk holding one of its questions' evidence and the rest drawn at
   random, in document order; two questions a row, so the pages and both questions fit the window;
   answerable questions without recorded evidence left out. Starts from
-  models/latent_pager_pointer_16x, 400 steps (its warmup and rate); its held-out documents are cut
-  the same way, and step 0 is the shipped encoder's figures on them: the encoder that ships in
-  models/latent_pager_pointer_16x_long."""
+  models/latent_pager_pointer_16x; 800 steps (about one pass over the rows), its warmup and rate;
+  its held-out documents are cut the same way, and step 0 is the shipped encoder's figures on them:
+  the encoder that ships in models/latent_pager_pointer_16x_long."""
   c = pretrain_16x()
   c.pager.init = "models/latent_pager_pointer_16x"
   c.data.update(dict(min_tokens=1_800, max_tokens=7_000))
   c.pages.max_pages = 32
   c.train.questions_per_row = 2
-  c.pretrain.update(dict(seed=1109, documents=4_000, steps=400, eval_every=100))
+  c.pretrain.update(dict(seed=1109, documents=4_000, steps=800, eval_every=200))
   c.pretrain.chunks = "evidence"
   return c
 
