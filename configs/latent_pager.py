@@ -599,6 +599,17 @@ def long_32x():
   return c
 
 
+def long_16x_long():
+  """`long_16x` with the 16x encoder continued on long documents (`pretrain_long_16x`: 32 chunks of a
+  document, its evidence among them, the `paged` reader's layout), the one change; every other
+  setting `long_16x`'s, none re-chosen. Declared before its first run, with `long_16x`'s bar: on
+  `long`'s test world (a design of its own, scored once there), `paged` and `hybrid` against the
+  chosen text buffer and the expanded reader, by F1 before abstaining, non-inferiority at 0.02."""
+  c = long_16x()
+  c.pager.init = "models/latent_pager_pointer_16x_long"
+  return c
+
+
 def long_smoke():
   """`long`'s references and expanded reader at the smoke size (the tests' run)."""
   c = smoke()
@@ -616,12 +627,12 @@ def long_smoke():
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
                       "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
-                      "pretrain_slots": pretrain_slots, "pretrain_long_16x": pretrain_long_16x, "pretrain_wordings": pretrain_wordings,
+                      "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
                       "cpu_last": cpu_last, "cpu_names": cpu_names, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
                       "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot,
                       "seeds": seeds, "smoke": smoke, "long": long, "long_tree": long_tree,
                       "long_composed": long_composed, "long_16x": long_16x, "long_32x": long_32x,
-                      "long_smoke": long_smoke,
+                      "pretrain_long_16x": pretrain_long_16x, "long_16x_long": long_16x_long, "long_smoke": long_smoke,
                       "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -24,7 +24,7 @@ from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import train as lm_pretrain
 from jaxlab.lm.generate import Scored
 from jaxlab.paging import (analysis, data, experiment, generation, metrics, model as model_lib, pager as pager_lib, pages,
-                           pipeline, pretrain, selective, train)
+                           pipeline, pretrain, retrieval, selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 from jaxlab.paging.spec import PagerSpec
@@ -429,6 +429,46 @@ def run(tiny_lm, tmp_path_factory):
     config = _load("smoke", tiny_lm, workdir, f"--config.pager.init={pre_dir / 'encoder'}")
     experiment.run(config, workdir)
   return config, workdir, seen, pre_dir
+
+
+def test_pretraining_on_documents_cut_to_their_evidence_continues_an_exported_encoder(run, tiny_lm, tmp_path):
+  """`pretrain.chunks = "evidence"`: each row's document keeps `pages.max_pages` of its chunks in
+  document order, every chunk holding its questions' evidence among them, the same cut for the same
+  seed; the run starts from `pager.init` and logs that encoder's held-out figures as step 0."""
+  pre_dir = run[3]
+  extra = ("--config.mode=pretrain", f"--config.pager.init={pre_dir / 'encoder'}", "--config.pager.decoder_lora_rank=0",
+           "--config.data.min_tokens=300", "--config.data.max_tokens=600", "--config.pages.max_pages=4",
+           "--config.train.questions_per_row=2", "--config.pretrain.steps=1", "--config.pretrain.eval_every=1")
+  workdir = tmp_path / "long"
+  config = _load("smoke", tiny_lm, workdir, *extra)
+  with config.unlocked():
+    config.pretrain.chunks = "evidence"   # a field of `pretrain_long_16x` only
+  (workdir / "config.json").write_text(json.dumps({**config.to_dict(), "variant": "smoke"}))
+  setup = pipeline.Setup(config, workdir)
+  recs = pretrain.with_evidence(pretrain.records(config, "train", 6))
+  assert any(r["answerable"] for r in recs) and all(r["evidence_char_start"] for r in recs if r["answerable"])
+
+  def cut(seed):
+    made = train.Split.of(recs, lambda d: pager_lib.Documents(config.pager.encoder, setup.store, d), setup.tokenizer,
+                          config.prompts.pager, setup.eos, 2, config.data.abstain_answer)
+    return pretrain.cut_to_evidence(made, recs, 2, 4, setup.tokenizer, setup.store.settings, seed)
+
+  first, again = cut(0), cut(0)
+  assert first.docs.items == again.docs.items
+  for row, kept in zip(train.question_rows(recs, 2), first.docs.items):
+    whole = setup.store.chunks(row[0]["document"])
+    assert len(whole) > 4 and len(kept) == 4
+    at = [whole.index(c) for c in kept]
+    assert at == sorted(at)   # document order
+    offsets = setup.tokenizer.encode(row[0]["document"]).offsets
+    for r in row:
+      assert set(retrieval.evidence_chunks(offsets, r, config.pages.chunk_tokens, config.pages.chunk_overlap)) <= set(at)
+  experiment.run(config, workdir)
+  log = [json.loads(line) for line in (workdir / "pretrain_log.jsonl").read_text().splitlines()]
+  assert [r["step"] for r in log] == [0, 1] and log[0]["loss"] is None and log[1]["loss"] is not None
+  report = (workdir / "report.md").read_text()
+  assert f"Started from `{pre_dir / 'encoder'}`" in report and "cut to 4 of its chunks" in report
+  assert (workdir / "encoder" / "encoder.safetensors").is_file()
 
 
 def test_lm_params_bitwise_unchanged_by_every_training(run):
