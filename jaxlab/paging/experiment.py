@@ -126,7 +126,8 @@ def validate(config) -> None:
     require(config, f"pretrain.{field}", is_non_negative, ">= 0")
   if "chunks" in t:
     require(config, "pretrain.chunks", lambda v: v in ("first", "evidence"),
-            '"first" (a document\'s first pages.max_pages chunks) or "evidence" (those holding its evidence, then random)')
+            '"first" (a document\'s first pages.max_pages chunks) or "evidence" (those holding its evidence, '
+            'then random ones)')
   if config.mode == "pretrain" and stored:
     raise ConfigError("pager.encoder", "pretraining needs a slots or icae encoder (pooled pages are one vector)")
   if "eval_questions" in config.train:
