@@ -48,7 +48,7 @@ from jaxlab.core.config import repo_path, to_dict
 from jaxlab.data import long_doc_qa
 from jaxlab.paging import encoders, pager as pager_lib, pages, retrieval
 from jaxlab.paging.spec import PagerSpec
-from jaxlab.paging.train import Placement, Split, adamw, load_into, question_rows  # the pager's QA rows, ...
+from jaxlab.paging.train import Placement, Split, adamw, load_into, question_rows  # shared with QA fine-tuning
 
 # The parts of a PagerModel that pretraining trains and exports.
 PRETRAINED = ("encoder", "marks", "null", "aggregator", "sufficiency", "bridge")
