@@ -226,7 +226,7 @@ def test_risk_coverage_and_aurc():
   rc = selective.risk_coverage([0.9, 0.1, 0.5], [0.0, 1.0, 1.0])
   np.testing.assert_allclose(rc["risk"], [0.0, 0.5, 2 / 3])
   assert rc["aurc"] == pytest.approx((0 + 0.5 + 2 / 3) / 3)
-  a = selective.abstention_scores(["unknown", "x", "unknown"], [False, False, True], "unknown")
+  a = selective.abstention_scores(selective.abstained(["unknown", "x", "unknown"], "unknown"), [False, False, True])
   assert a["precision"] == 0.5 and a["recall"] == 0.5
 
 

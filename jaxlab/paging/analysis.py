@@ -183,9 +183,10 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
     figures[f"every/{s}/hallucination_grounded"] = describe(sc[s]["hallucination_grounded"][~np.isnan(sc[s]["f1"])])
     said = [a for a, r in zip(final[s], main) if a is not None]
     ok = [r.get("answerable", True) for a, r in zip(final[s], main) if a is not None]
-    figures[f"abstention/{s}"] = selective.abstention_scores(said, ok, abstain)
+    flags = selective.abstained(said, abstain)
+    figures[f"abstention/{s}"] = selective.abstention_scores(flags, ok)
     if figures[f"abstention/{s}"]["abstained"]:   # the detection goal is graded on these intervals
-      ratios = selective.abstention_ratios(selective.abstained(said, abstain), ~np.asarray(ok, bool))
+      ratios = selective.abstention_ratios(flags, ~np.asarray(ok, bool))
       for k, fn in ratios.items():
         intervals[f"abstention/{s}/{k}"] = bootstrap_claim(fn, len(said), boots, seed)
   for other in others:

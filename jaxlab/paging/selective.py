@@ -175,10 +175,10 @@ def abstention_ratios(said: np.ndarray, unanswerable: np.ndarray) -> dict:
   return {"precision": ratio(hit, said), "recall": ratio(hit, unans)}
 
 
-def abstention_scores(answers: list[str], answerable, abstain: str) -> dict:
+def abstention_scores(said: np.ndarray, answerable) -> dict:
   """Abstain precision (share of abstentions that were on unanswerable questions) and recall
-  (share of unanswerable questions abstained on), with their counts."""
-  said = abstained(answers, abstain)
+  (share of unanswerable questions abstained on), with their counts; `said` is `abstained`'s flags."""
+  said = np.asarray(said, bool)
   unans = ~np.asarray(answerable, bool)
   hit = int(np.sum(said & unans))
   return {"abstained": int(said.sum()), "unanswerable": int(unans.sum()), "correct_abstentions": hit,
