@@ -1,9 +1,14 @@
 """Test session setup: 8 forced CPU devices (so sharding is exercised), set before JAX is imported,
 and JAX's persistent compilation cache off unless a developer asks for one."""
 
+import faulthandler
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from jaxlab.core import cpu_threads  # imports no JAX
 
@@ -41,3 +46,45 @@ LONGEST_FIRST = ("test_paging_frontier.py", "test_developmental_mjx.py", "test_l
 def pytest_collection_modifyitems(items):
   rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
   items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: order within a file is kept
+
+
+# A worker killed by a native crash prints every thread's stack and then the list of loaded
+# extension modules, so the end of a CI log shows only the bottom of the last thread. Each worker
+# writes its crash report to a file of its own instead, and the run ends by printing, for each
+# worker that crashed, the signal and the crashing thread's innermost frames.
+CRASH_DIR = "JAXLAB_TEST_CRASH_DIR"
+CRASH_LINES = 30
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's faulthandler plugin has pointed the handler at stderr
+def pytest_configure(config):
+  worker = os.environ.get("PYTEST_XDIST_WORKER")
+  if worker is None:
+    os.environ[CRASH_DIR] = tempfile.mkdtemp(prefix="jaxlab-test-crashes-")
+  elif os.environ.get(CRASH_DIR):
+    config.crash_file = open(Path(os.environ[CRASH_DIR]) / f"{worker}.txt", "w")
+    faulthandler.enable(file=config.crash_file, all_threads=True)
+
+
+def pytest_unconfigure(config):
+  crash_file = getattr(config, "crash_file", None)
+  if crash_file is not None:   # a worker that ends normally leaves no report
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    crash_file.close()
+    Path(crash_file.name).unlink()
+  elif "PYTEST_XDIST_WORKER" not in os.environ and os.environ.get(CRASH_DIR):
+    shutil.rmtree(os.environ[CRASH_DIR], ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+  folder = os.environ.get(CRASH_DIR)
+  if "PYTEST_XDIST_WORKER" in os.environ or not folder:
+    return
+  for report in sorted(Path(folder).glob("*.txt")):
+    lines = report.read_text(errors="replace").splitlines()
+    if lines:
+      start = next((i for i, line in enumerate(lines) if line.startswith("Current thread")), 1)
+      current = lines[start:]
+      current = current[:current.index("")] if "" in current else current
+      terminalreporter.section(f"native crash of worker {report.stem}", sep="-", red=True)
+      terminalreporter.write_line("\n".join(lines[:1] + current[:CRASH_LINES]))
