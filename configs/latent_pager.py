@@ -224,6 +224,26 @@ def cpu_mean():
   return c
 
 
+def pretrain_mean():
+  """`pretrain` with the `mean` encoder: mean-pooled pages pretrained at the pointer's budget (the
+  same 1,200 steps, documents, objectives, rate and schedule as models/latent_pager_pointer): the
+  encoder that ships in models/latent_pager_mean."""
+  c = pretrain()
+  c.pager.encoder = "mean"
+  return c
+
+
+def cpu_mean_pretrained():
+  """`cpu_mean` starting its QA fine-tune from the mean encoder of `pretrain_mean` instead of from
+  nothing: the mean-pooled arm with the pointer's pretraining budget, every other setting `cpu`'s,
+  none re-chosen. Declared before its first run: scored once on `cpu`'s test world (2026), where
+  the arms study compared the other arms, and chosen against them on validation by the arms'
+  rule (F1 at 80% coverage over every validation question)."""
+  c = cpu_mean()
+  c.pager.init = "models/latent_pager_mean"
+  return c
+
+
 def cpu_text_bridge():
   """`cpu` whose text buffer answers through a rank-8 LoRA bridge trained on the same QA rows,
   with the same `train` settings, as the pager's bridge: equal adaptation for both systems."""
@@ -626,7 +646,8 @@ def long_smoke():
 
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
-                      "cpu_no_bridge": cpu_no_bridge, "arms": arms, "repro": repro, "pretrain": pretrain,
+                      "cpu_no_bridge": cpu_no_bridge, "pretrain_mean": pretrain_mean,
+                      "cpu_mean_pretrained": cpu_mean_pretrained, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
