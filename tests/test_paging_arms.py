@@ -48,6 +48,7 @@ def test_mean_pages_are_the_window_means_of_the_states_projected():
 def test_each_arm_is_cpu_with_its_one_change():
   cpu = config_lib.load("configs/latent_pager.py:cpu", [], experiment.validate)
   arms = {"cpu_mean": {"pager.encoder": "mean", "pager.init": ""},
+          "cpu_mean_pretrained": {"pager.encoder": "mean", "pager.init": "models/latent_pager_mean"},
           "cpu_text_bridge": {"text_buffer.lora_rank": 8},
           "cpu_no_bridge": {"pager.decoder_lora_rank": 0}}
   for variant, change in arms.items():

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxlab.core.config import ConfigError, load
-from jaxlab.paging import encoders, experiment
+from jaxlab.paging import encoders, experiment, pretrain
 from jaxlab.paging.model import PagerModel
 from jaxlab.paging.spec import PagerSpec
 
@@ -68,3 +68,19 @@ def test_a_users_module_registers_an_encoder_a_config_can_name(users_module):
 def test_a_module_that_cannot_be_imported_names_the_field():
   with pytest.raises(ConfigError, match=r"config\.imports: cannot import no_such_encoders"):
     load(SMOKE, ["--config.imports=('no_such_encoders',)"], validate=experiment.validate)
+
+
+# Every variant that starts from a shipped encoder, and the folder it names.
+SHIPPED = {"cpu": "latent_pager_pointer", "cpu_slots": "latent_pager_slots", "cpu_wordings": "latent_pager_pointer_wordings",
+           "cpu_composed": "latent_pager_pointer_composed", "cpu_16x": "latent_pager_pointer_16x",
+           "cpu_32x": "latent_pager_pointer_32x", "long_16x_long": "latent_pager_pointer_16x_long",
+           "cpu_mean_pretrained": "latent_pager_mean"}
+
+
+@pytest.mark.parametrize("variant", sorted(SHIPPED))
+def test_every_shipped_encoder_loads_into_the_variant_that_names_it(variant):
+  """The same LM (by fingerprint), encoder kind and shape fields as the variant's pager."""
+  config = load(f"configs/latent_pager.py:{variant}", [], experiment.validate)
+  assert config.pager.init == f"models/{SHIPPED[variant]}"
+  state = pretrain.load(config.pager.init, config)
+  assert state and all(k[0] in pretrain.PRETRAINED for k in state)
