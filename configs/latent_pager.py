@@ -252,6 +252,17 @@ def cpu_text_bridge():
   return c
 
 
+def cpu_text_bridge_slow():
+  """`cpu_text_bridge` whose bridge trains on the other schedule the pager's fine-tune was chosen
+  against on validation (one epoch at 3e-4, 20 warmup steps; the pager's own: two epochs at 1e-3),
+  so the text buffer's bridge gets the pager's number of tries. Declared before its first run: on
+  `cpu`'s test world (2026), its text buffer chosen against the `frozen` and `bridge` arms on
+  validation by the arms' rule (F1 at 80% coverage over every validation question)."""
+  c = cpu_text_bridge()
+  c.text_buffer.train = ml_collections.ConfigDict(dict(epochs=1, learning_rate=3e-4, warmup_steps=20))
+  return c
+
+
 def cpu_no_bridge():
   """`cpu` whose pager answers through the frozen LM (no decoder bridge), as the text buffer does."""
   c = cpu()
@@ -646,7 +657,8 @@ def long_smoke():
 
 def get_config(arg=""):
   return select(arg, {"cpu": cpu, "cpu_slots": cpu_slots, "cpu_mean": cpu_mean, "cpu_text_bridge": cpu_text_bridge,
-                      "cpu_no_bridge": cpu_no_bridge, "pretrain_mean": pretrain_mean,
+                      "cpu_no_bridge": cpu_no_bridge, "cpu_text_bridge_slow": cpu_text_bridge_slow,
+                      "pretrain_mean": pretrain_mean,
                       "cpu_mean_pretrained": cpu_mean_pretrained, "arms": arms, "repro": repro, "pretrain": pretrain,
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,

@@ -8,6 +8,7 @@ LM carries LoRA adapters): the `mean` pager beside a text buffer with a rank-2 b
 pointer pager without a bridge beside the frozen text buffer.
 """
 
+import dataclasses
 import json
 import shutil
 
@@ -20,6 +21,7 @@ from flax import nnx
 from jaxlab.core import config as config_lib
 from jaxlab.paging import arms, data, experiment, generation, pipeline, text_bridge, text_buffer, train
 from jaxlab.paging.encoders import MeanEncoder
+from jaxlab.paging.spec import TrainSpec
 from tests.test_latent_pager import _lm_params, _load, tiny_lm  # noqa: F401 (tiny_lm is a fixture)
 
 
@@ -56,6 +58,18 @@ def test_each_arm_is_cpu_with_its_one_change():
     assert config_lib.differences(cpu, arm) == sorted([*change, "variant"]), variant
     assert {f: config_lib.get(arm, f) for f in change} == change
   assert cpu.text_buffer.lora_rank == 0 and cpu.pager.decoder_lora_rank == 8
+  # The bridge's own schedule replaces the pager's for the bridge alone, and names a bad field.
+  slow = config_lib.load("configs/latent_pager.py:cpu_text_bridge_slow", [], experiment.validate)
+  bridge = config_lib.load("configs/latent_pager.py:cpu_text_bridge", [], experiment.validate)
+  assert config_lib.differences(bridge, slow) == ["text_buffer.train.epochs", "text_buffer.train.learning_rate",
+                                                  "text_buffer.train.warmup_steps", "variant"]
+  own, pagers = text_bridge.schedule(slow), TrainSpec.of(slow)
+  assert (own.epochs, own.learning_rate, own.warmup_steps) == (1, 3e-4, 20)
+  assert dataclasses.replace(own, epochs=2, learning_rate=1e-3, warmup_steps=30) == pagers == text_bridge.schedule(bridge)
+  with slow.unlocked():
+    slow.text_buffer.train.batch_size = 4
+  with pytest.raises(config_lib.ConfigError, match=r"text_buffer\.train\.batch_size"):
+    experiment.validate(slow)
   with pytest.raises(config_lib.ConfigError, match=r"config\.text_buffer\.lora_rank"):
     config_lib.load("configs/latent_pager.py:smoke", ["--config.text_buffer.lora_rank=-1"], experiment.validate)
 

@@ -28,7 +28,7 @@ from jaxlab.core.config import (ConfigError, import_modules, int_at_least, is_no
 from jaxlab.data import lexicon
 from jaxlab.paging import (arms, encoders, expansion, frontier, generation, hybrid, pager as pager_lib, pages, pipeline,
                            pretrain, pretrain_report, references, reporting as pager_report, rot, seeds, selective,
-                           text_buffer)
+                           text_bridge, text_buffer)
 from jaxlab.paging.pipeline import DTYPES
 from jaxlab.paging.spec import KEEP
 
@@ -146,6 +146,14 @@ def validate(config) -> None:
   require_int(config, "text_buffer.max_context_tokens", 1)
   require_int(config, "text_buffer.lora_rank", 0, "0: the frozen LM answers")
   require(config, "text_buffer.keep", lambda v: v in text_buffer.KEEP, f"one of {text_buffer.KEEP}")
+  for field in (config.text_buffer.get("train") or {}):
+    where = f"text_buffer.train.{field}"
+    if field not in text_bridge.OWN_SCHEDULE:
+      raise ConfigError(where, f"the bridge's own schedule takes only {', '.join(text_bridge.OWN_SCHEDULE)}")
+    if field == "learning_rate":
+      require(config, where, is_positive, "positive")
+    else:
+      require_int(config, where, 1 if field == "epochs" else 0)
   for field, names in (("keep", text_buffer.KEEP), ("readers", references.READERS)):
     require(config, f"references.{field}",
             lambda v, n=names: isinstance(v, tuple) and all(x in n for x in v) and len(set(v)) == len(v)

@@ -20,7 +20,9 @@ questions that fit whole. The loss is the teacher-forced cross-entropy of the an
 tokens; an unanswerable question's answer is the abstain string, as the pager's is.
 
 **Training.** `train.fine_tune`, the pager's loop: the same `train.*` settings (steps or epochs,
-batch size, learning rate, warmup, weight decay, clipping, seed), the same evaluation cadence,
+batch size, learning rate, warmup, weight decay, clipping, seed), except those a
+`text_buffer.train` section names (`OWN_SCHEDULE`: the bridge's own length, rate and warmup, so it
+can be tuned on validation as the pager's were), the same evaluation cadence,
 each evaluation recording the validation loss (teacher forced, one question per row) and the
 validation F1 (the text buffer answering every validation question with the bridge, from notes
 made the same way), and the best by validation F1 kept. Step 0, the frozen text buffer, is
@@ -48,6 +50,8 @@ from jaxlab.paging.spec import TrainSpec
 from jaxlab.paging.text_buffer import TextBuffer, wrap
 
 FOLDER = "text_bridge"
+# The `train.*` settings a `text_buffer.train` section may replace for the bridge alone.
+OWN_SCHEDULE = ("epochs", "steps", "learning_rate", "warmup_steps")
 NOTES = "notes.json"
 FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "train", "prompts", "generation", "text_buffer")
 NOTES_BLOCK = 256   # documents extracted between two saves of the notes
@@ -136,12 +140,17 @@ def width_of(texts, per_row: int, window: int) -> int:
   return min(-(-n // 8) * 8, window)
 
 
+def schedule(config) -> TrainSpec:
+  """The pager's `TrainSpec` with the fields of `text_buffer.train`, where the config has one."""
+  return dataclasses.replace(TrainSpec.of(config), **dict(config.text_buffer.get("train") or {}))
+
+
 def fit(setup, config, workdir: Path, splits: dict, restore_only: bool = False):
   """Trains (or resumes) the text buffer's bridge in WORKDIR/text_bridge; returns the
   best-by-validation-F1 adapters (a module for `TextBuffer.bridge`) and the history.
   `restore_only`: a finished run read back, nothing trained or written (`core.train.Unfinished`
   otherwise)."""
-  c, t = config, TrainSpec.of(config)
+  c, t = config, schedule(config)
   folder = Path(workdir) / FOLDER
   per_row = t.questions_per_row
   train_rows = train_lib.question_rows(splits["train"], per_row)
