@@ -43,14 +43,17 @@ docs/latent_pager.md. Every system
 answers with the one `generation` block.
 
 The arms with equal adaptation (docs/latent_pager.md), each `cpu` with one change: `cpu_mean`
-(mean-pooled pages, no pretraining), `cpu_text_bridge` (the text buffer answers through its own
-LoRA bridge, trained like the pager's) and `cpu_no_bridge` (the pager answers through the frozen
-LM, as the plain text buffer does).
+(mean-pooled pages, no pretraining), `cpu_mean_pretrained` (mean-pooled pages pretrained at the
+pointer's budget), `cpu_text_bridge` (the text buffer answers through its own LoRA bridge, trained
+like the pager's), `cpu_text_bridge_slow` (that bridge on the pager's other schedule) and
+`cpu_no_bridge` (the pager answers through the frozen LM, as the plain text buffer does); `arms`
+runs them all and compares the best of each system.
 """
 
 import ml_collections
 
 from jaxlab.core.config import select
+from jaxlab.paging import arms as arms_lib
 
 
 def repro():
@@ -208,10 +211,14 @@ def cpu_slots():
 
 
 def arms():
-  """`cpu` in every arm of `arms` (the pager with and without its bridge, mean-pooled pages; the
-  text buffer frozen and with a bridge of the same rank), each system's arm chosen on validation."""
+  """`cpu` in every arm (the pager with and without its bridge, mean-pooled pages from nothing and
+  pretrained at the pointer's budget; the text buffer frozen and with a bridge of the same rank on
+  the pager's schedule and on the other one the pager's was chosen against: each arm one of the
+  variants `cpu`, `cpu_no_bridge`, `cpu_mean`, `cpu_mean_pretrained`, `cpu_text_bridge` and
+  `cpu_text_bridge_slow`), each system's arm chosen on validation."""
   c = cpu()
   c.mode = "arms"
+  c.arms.update(dict(pager=tuple(arms_lib.PAGER), text_buffer=tuple(arms_lib.TEXT_BUFFER)))
   return c
 
 
@@ -259,7 +266,7 @@ def cpu_text_bridge_slow():
   `cpu`'s test world (2026), its text buffer chosen against the `frozen` and `bridge` arms on
   validation by the arms' rule (F1 at 80% coverage over every validation question)."""
   c = cpu_text_bridge()
-  c.text_buffer.train = ml_collections.ConfigDict(dict(epochs=1, learning_rate=3e-4, warmup_steps=20))
+  c.text_buffer.train = ml_collections.ConfigDict(arms_lib.SLOW_SCHEDULE)
   return c
 
 

@@ -74,6 +74,24 @@ def test_each_arm_is_cpu_with_its_one_change():
     config_lib.load("configs/latent_pager.py:smoke", ["--config.text_buffer.lora_rank=-1"], experiment.validate)
 
 
+def test_every_arm_of_the_study_is_the_variant_that_declared_it():
+  study = config_lib.load("configs/latent_pager.py:arms", [], experiment.validate)
+  declared = {("latent_pager", "bridge"): "cpu", ("latent_pager", "no_bridge"): "cpu_no_bridge",
+              ("latent_pager", "mean"): "cpu_mean", ("latent_pager", "mean_pretrained"): "cpu_mean_pretrained",
+              ("text_buffer", "frozen"): "cpu", ("text_buffer", "bridge"): "cpu_text_bridge",
+              ("text_buffer", "bridge_slow"): "cpu_text_bridge_slow"}
+  assert {("latent_pager", a) for a in study.arms.pager} | {("text_buffer", a) for a in study.arms.text_buffer} \
+      == set(declared)
+  for spec in arms.runs(study).values():
+    variant = config_lib.load(f"configs/latent_pager.py:{declared[spec['system'], spec['arm']]}", [],
+                              experiment.validate)
+    run = arms.arm_config(study, spec["changes"])
+    experiment.validate(run)
+    assert run.mode == "compare" and config_lib.differences(variant, run) == ["arms.pager", "arms.text_buffer",
+                                                                               "variant"], spec
+  assert "train" not in study.text_buffer   # added only to the run that asks for it
+
+
 def _has_lora(generator) -> bool:
   return any("lora" in map(str, path) for path, _ in nnx.to_flat_state(generator.state))
 

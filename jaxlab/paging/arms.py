@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 import jax
+import ml_collections
 import numpy as np
 
 from jaxlab.core import report as report_lib
@@ -31,21 +32,38 @@ from jaxlab.core.config import derive, to_dict
 from jaxlab.paging import (analysis, bar as bar_lib, figures as figures_lib, latency as latency_lib, metrics,
                            pipeline, reporting as pager_report, selective)
 
+# The other schedule the pager's fine-tune was chosen against on validation (its own: two epochs
+# at 1e-3, 30 warmup steps), for the text buffer's bridge: so each system's bridge gets the same tries.
+SLOW_SCHEDULE = {"epochs": 1, "learning_rate": 3e-4, "warmup_steps": 20}
+
 # arm: the config fields it changes.
 PAGER = {
     "bridge": {},                                          # the config's pager (cpu: a rank-8 LoRA bridge)
     "no_bridge": {"pager.decoder_lora_rank": 0},           # answers through the frozen LM
     "mean": {"pager.encoder": "mean", "pager.init": ""},   # mean-pooled pages, nothing pretrained
+    # mean-pooled pages pretrained at the pointer's budget (configs/latent_pager.py:pretrain_mean)
+    "mean_pretrained": {"pager.encoder": "mean", "pager.init": "models/latent_pager_mean"},
 }
 TEXT_BUFFER = {
     "frozen": {},                                          # the frozen LM answers from the notes
     "bridge": {"text_buffer.lora_rank": None},             # a LoRA bridge (`arms.text_buffer_rank`) on the QA rows
+    "bridge_slow": {"text_buffer.lora_rank": None, "text_buffer.train": SLOW_SCHEDULE},   # on the other schedule
 }
+# Sections only some configs carry (read with `.get`), so an arm adds them where `derive` would
+# refuse a field the config lacks.
+OPTIONAL = ("text_buffer.train",)
 
 
 def arm_config(config, changes: dict):
   rank = config.arms.text_buffer_rank
-  return derive(config, {"mode": "compare", **{f: rank if v is None else v for f, v in changes.items()}})
+  changes = {f: rank if v is None else v for f, v in changes.items()}
+  derived = derive(config, {"mode": "compare", **{f: v for f, v in changes.items() if f not in OPTIONAL}})
+  with derived.unlocked():
+    for field in OPTIONAL:
+      if field in changes:
+        section, name = field.split(".")
+        derived[section][name] = ml_collections.ConfigDict(changes[field])
+  return derived
 
 
 def runs(config) -> dict[str, dict]:
