@@ -189,7 +189,7 @@ def _eval(args) -> int:
 
 
 def _verify(args) -> int:
-  from jaxlab.core import receipts
+  from jaxlab.core import compile_cache as cache_lib, receipts
 
   root = Path(args.receipts) if args.receipts else receipts.RESULTS
   if args.all == bool(args.workdir):
@@ -205,6 +205,7 @@ def _verify(args) -> int:
   outcomes = []
   for workdir, name in targets:
     if name is not None:  # --all: run the receipt's variant first; a run that fails is reported, the rest go on
+      cache_lib.release()  # the runs before it compiled programs this one will not call
       experiment, variant = name.split("/")
       argv = ["run", f"configs/{experiment}.py:{variant}", "--workdir", str(workdir)]
       try:

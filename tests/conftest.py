@@ -17,10 +17,8 @@ from jaxlab.core import cpu_threads  # imports no JAX
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
                            " --xla_cpu_collective_call_terminate_timeout_seconds=600").strip()
 cpu_threads.ensure()  # a thread for every forced device, so their collectives cannot starve the pool
-# Loading a CPU executable back from the persistent cache has crashed XLA (a segfault inside
-# `deserialize_executable`, in about one full run of ten, never in a single test run alone), and a
-# fresh machine's cache is empty anyway: by default the suite compiles everything, here and in the
-# subprocesses it starts. `JAXLAB_TEST_COMPILE_CACHE=DIR` keeps a cache for fast reruns, one folder
+# A fresh machine's persistent cache is empty: by default the suite compiles everything, here and in
+# the subprocesses it starts. `JAXLAB_TEST_COMPILE_CACHE=DIR` keeps a cache for fast reruns, one folder
 # per host key as `jaxlab run` splits its own (subprocesses with other flags or threads use theirs).
 if os.environ.get("JAXLAB_TEST_COMPILE_CACHE"):
   os.environ["JAXLAB_COMPILE_CACHE"] = os.environ["JAXLAB_TEST_COMPILE_CACHE"]
@@ -41,6 +39,16 @@ os.chdir(ROOT)  # config paths in tests and docs are relative to the repository 
 # `-n 2 --dist loadfile` the two workers finish together instead of one waiting on the last long file.
 LONGEST_FIRST = ("test_paging_frontier.py", "test_developmental_mjx.py", "test_latent_pager.py", "test_lm_sharding.py",
                  "test_benchmarks.py", "test_verify.py", "test_physics.py", "test_evolution.py", "test_org_forms.py")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+  """Each test file's compiled programs are dropped when it ends: a worker that kept them all reached
+  about 54,000 of the 65,530 memory maps a process may hold, and past the limit XLA segfaults."""
+  yield
+  from jaxlab.core import compile_cache
+
+  compile_cache.release()
 
 
 def pytest_collection_modifyitems(items):

@@ -55,3 +55,29 @@ def test_the_default_folder_and_the_switch(monkeypatch, tmp_path):
   args = main._parser().parse_args(["run", "configs/org_forms.py:smoke", "--workdir", "w", "--no-compile-cache"])
   assert args.no_compile_cache
   assert not main._parser().parse_args(["run", "c.py", "--workdir", "w"]).no_compile_cache
+
+
+def _maps() -> int:
+  with open("/proc/self/maps") as f:
+    return sum(1 for _ in f)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/maps"), reason="needs Linux's /proc")
+def test_release_unmaps_the_compiled_code_and_a_program_compiles_again_to_the_same_result():
+  from jaxlab.paging import programs
+
+  program = programs.Program("release_test", None, _program)
+  x = jnp.arange(48.0).reshape(6, 8) / 10
+  before = np.asarray(program(x))
+  compile_cache.release()
+  start = _maps()
+  fns = [jax.jit(lambda x, k=k: jnp.sin(x * k).sum(0)) for k in range(20)]
+  for k, fn in enumerate(fns):
+    fn(jnp.ones((k + 2, 3))).block_until_ready()
+  program(x)
+  grown = _maps() - start
+  assert grown >= 20  # each executable maps its code apart
+  compile_cache.release()
+  assert _maps() - start < grown / 4
+  assert not program._executables   # the live program's own table is emptied too
+  np.testing.assert_array_equal(np.asarray(program(x)), before)

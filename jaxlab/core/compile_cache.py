@@ -8,6 +8,10 @@ XLA's executables for the exact program, devices and compile options: a program 
 is the one compiled, and results are bitwise those of compiling it again. It is a trusted folder
 (JAX loads code from it): keep it private to the user.
 
+`release()` drops the compiled programs this process holds in memory, so that a process which
+compiles thousands of them (a test session, `jaxlab verify --all`) stays under the kernel's limit
+on memory maps.
+
 `Clock` listens to JAX's compile events and splits a run's wall time into tracing, lowering,
 XLA compilation and cache loads, and the rest (running), for the one line `jaxlab run` prints.
 """
@@ -15,9 +19,11 @@ XLA compilation and cache loads, and the rest (running), for the one line `jaxla
 from __future__ import annotations
 
 import collections
+import gc
 import hashlib
 import os
 from pathlib import Path
+from typing import Callable
 
 import jax
 from jax.experimental.compilation_cache import compilation_cache
@@ -63,6 +69,27 @@ def disable(previous: str | None = None, enabled: bool = True) -> None:
   compilation_cache.reset_cache()
   jax.config.update("jax_compilation_cache_dir", previous)
   jax.config.update("jax_enable_compilation_cache", enabled)
+
+
+_RELEASERS: list[Callable[[], None]] = []
+
+
+def on_release(forget: Callable[[], None]) -> Callable[[], None]:
+  """Registers what empties a module's own table of compiled executables, for `release`."""
+  _RELEASERS.append(forget)
+  return forget
+
+
+def release() -> None:
+  """Drops every compiled program this process holds: JAX's caches and the tables registered with
+  `on_release`. A CPU executable keeps its machine code in memory maps of its own, and the kernel
+  allows a process `vm.max_map_count` of them (65,530 by default); a process past it crashes XLA
+  on its next compile or cache load (a segfault, no error). A program called after this compiles
+  again, to the same code."""
+  for forget in _RELEASERS:
+    forget()
+  jax.clear_caches()
+  gc.collect()
 
 
 class Clock:

@@ -16,7 +16,16 @@ from typing import Callable, Hashable
 
 import jax
 
+from jaxlab.core import compile_cache
+
 _EXECUTABLES: dict = {}
+
+
+@compile_cache.on_release
+def _forget() -> None:
+  # Live `Program`s hold their table, found once by hashing their static part: keep the index.
+  for table in _EXECUTABLES.values():
+    table.clear()
 
 
 def _signature(args) -> tuple:
