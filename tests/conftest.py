@@ -1,5 +1,5 @@
 """Test session setup: 8 forced CPU devices (so sharding is exercised), set before JAX is imported,
-and JAX's persistent compilation cache off unless a developer asks for one."""
+and a persistent compilation cache that starts empty and lasts the session."""
 
 import faulthandler
 import os
@@ -17,19 +17,21 @@ from jaxlab.core import cpu_threads  # imports no JAX
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
                            " --xla_cpu_collective_call_terminate_timeout_seconds=600").strip()
 cpu_threads.ensure()  # a thread for every forced device, so their collectives cannot starve the pool
-# A fresh machine's persistent cache is empty: by default the suite compiles everything, here and in
-# the subprocesses it starts. `JAXLAB_TEST_COMPILE_CACHE=DIR` keeps a cache for fast reruns, one folder
-# per host key as `jaxlab run` splits its own (subprocesses with other flags or threads use theirs).
-if os.environ.get("JAXLAB_TEST_COMPILE_CACHE"):
-  os.environ["JAXLAB_COMPILE_CACHE"] = os.environ["JAXLAB_TEST_COMPILE_CACHE"]
-  from jaxlab.core import compile_cache
-
-  compile_cache.enable(min_compile_s=0.5)
-else:
-  os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
 # LAPACK calls (CMA-ES's eigh) go through OpenBLAS, whose spinning worker threads fight the test
 # workers for the two cores and made those programs several times slower.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The suite starts from an empty persistent compilation cache of its own (a fresh machine's is empty),
+# shared by both workers and the subprocesses tests start: a program that one test file compiled, the
+# next file (after `compile_cache.release()`) or a subprocess loads instead of compiling it again. One
+# folder per host key, as `jaxlab run` splits its own (processes with other flags or threads use theirs).
+# `JAXLAB_TEST_COMPILE_CACHE=DIR` keeps the cache across sessions for fast reruns.
+SESSION_CACHE = "JAXLAB_TEST_SESSION_CACHE"   # the temporary folder the controlling process made
+if not os.environ.get("JAXLAB_TEST_COMPILE_CACHE"):   # unset in the controller only: workers inherit it
+  os.environ["JAXLAB_TEST_COMPILE_CACHE"] = os.environ[SESSION_CACHE] = tempfile.mkdtemp(prefix="jaxlab-test-xla-")
+os.environ["JAXLAB_COMPILE_CACHE"] = os.environ["JAXLAB_TEST_COMPILE_CACHE"]
+from jaxlab.core import compile_cache  # noqa: E402  (after XLA_FLAGS: JAX reads them when it starts)
+
+compile_cache.enable()
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `benchmarks` holds the NumPy references the tests compare against
@@ -82,6 +84,8 @@ def pytest_unconfigure(config):
     Path(crash_file.name).unlink()
   elif "PYTEST_XDIST_WORKER" not in os.environ and os.environ.get(CRASH_DIR):
     shutil.rmtree(os.environ[CRASH_DIR], ignore_errors=True)
+  if "PYTEST_XDIST_WORKER" not in os.environ and os.environ.get(SESSION_CACHE):
+    shutil.rmtree(os.environ[SESSION_CACHE], ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,6 +1,8 @@
 """The persistent compilation cache `jaxlab run` turns on: a program compiled once is loaded the
 second time with the same results, and the clock splits compiling from running."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,7 +64,7 @@ def _maps() -> int:
     return sum(1 for _ in f)
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/maps"), reason="needs Linux's /proc")
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
 def test_release_unmaps_the_compiled_code_and_a_program_compiles_again_to_the_same_result():
   from jaxlab.paging import programs
 
