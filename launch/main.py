@@ -135,10 +135,10 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None, compi
     return _refuse(workdir, json.loads(previous), config)
   workdir.mkdir(parents=True, exist_ok=True)
   if jax.process_index() == 0:
-    from jaxlab.core import receipts
+    from jaxlab.core import provenance
 
     _write_atomically(path, json.dumps(config.to_dict(), indent=1, sort_keys=True) + "\n")
-    receipts.write_provenance(workdir, argv)
+    provenance.write(workdir, argv)
   # JAX's own settings, where set, stand: its folder, or its switch turned off.
   if compile_cache and not os.environ.get("JAX_COMPILATION_CACHE_DIR") and jax.config.jax_enable_compilation_cache:
     cache_lib.enable()

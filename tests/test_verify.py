@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from jaxlab.core import checkpoint, receipts
+from jaxlab.core import checkpoint, provenance, receipts
 from launch import main as launch
 
 RECEIPT = receipts.folder("hidden_gems", "smoke")
@@ -214,7 +214,7 @@ def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   root = tmp_path / "results"
   shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   meta = root / "hidden_gems" / "smoke" / "receipt.json"   # a receipt of this machine kind
-  meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": receipts.machine()}))
+  meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": provenance.machine()}))
   timing = lambda mean: {"latency_ratio": {"mean": mean, "ci": [mean - 0.1, mean + 0.1], "n": 16}, "latency_s": [0.1, 0.2]}
   (root / "hidden_gems" / "smoke" / "timing.json").write_text(json.dumps(timing(2.8)))
   assert not receipts.verify(copy, root, "seed").ok            # the run wrote none
@@ -242,12 +242,12 @@ def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   (copy / "timing.json").write_text(json.dumps(seconds(0.0055, 2.2)))
   assert [c.name for c in receipts.verify(copy, root, "seed").failures] == ["cpu_ratio"]
   # A receipt made on other hardware: its ratios are shown, not judged.
-  other = {**receipts.machine(), "cpu_features": ["avx", "avx2", "fma", "avx512f"]}
+  other = {**provenance.machine(), "cpu_features": ["avx", "avx2", "fma", "avx512f"]}
   meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": other}))
   result = receipts.verify(copy, root, "seed")
   assert result.ok and [(c.ok, c.why) for c in result.checks if c.name == "cpu_ratio"] == [
       (None, "a ratio measured on other hardware (verdicts that cite timing.json are judged)")]
-  meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": {**receipts.machine(), "jax": "0.0"}}))
+  meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": {**provenance.machine(), "jax": "0.0"}}))
   assert [c.name for c in receipts.verify(copy, root, "seed").failures] == ["cpu_ratio"]   # software alone: judged
 
 
@@ -267,11 +267,11 @@ def test_a_receipt_folder_is_refused(capsys):
 
 
 def test_run_writes_provenance_and_verify_prints_both(copy, tmp_path, capsys):
-  receipts.write_provenance(copy, ["run", "configs/hidden_gems.py:smoke", "--workdir", "X"])
+  provenance.write(copy, ["run", "configs/hidden_gems.py:smoke", "--workdir", "X"])
   made = json.loads((copy / "provenance.json").read_text())
   assert made["command"] == "jaxlab run configs/hidden_gems.py:smoke --workdir X"
-  assert set(receipts.VERSIONS) <= set(made["versions"]) and made["versions"]["jax"]
-  assert made["cpu_isa"] == receipts.cpu_isa() and "dirty" in made and "commit" in made
+  assert set(provenance.VERSIONS) <= set(made["versions"]) and made["versions"]["jax"]
+  assert made["cpu_isa"] == provenance.cpu_isa() and "dirty" in made and "commit" in made
   shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
   root = tmp_path / "results"
   assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
@@ -282,9 +282,9 @@ def test_run_writes_provenance_and_verify_prints_both(copy, tmp_path, capsys):
 
 def test_the_isa_cap_is_part_of_the_machine_kind(monkeypatch):
   monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=AVX2")
-  assert receipts.max_isa() == "AVX2"
-  assert not any(f.startswith(("avx512", "amx")) for f in receipts.cpu_isa())
-  assert receipts.machine()["xla_cpu_max_isa"] == "AVX2"
+  assert provenance.max_isa() == "AVX2"
+  assert not any(f.startswith(("avx512", "amx")) for f in provenance.cpu_isa())
+  assert provenance.machine()["xla_cpu_max_isa"] == "AVX2"
 
 
 def test_every_receipt_names_its_commit_and_provenance():
@@ -338,7 +338,7 @@ def test_a_clean_runs_agreement_is_recorded_and_makes_the_receipt_current(copy, 
   root = tmp_path / "results"
   shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
-  head = receipts._git("rev-parse", "HEAD")
+  head = provenance.git("rev-parse", "HEAD")
   made = json.loads((RECEIPT / "receipt.json").read_text())["provenance"]
   verified = root / "hidden_gems" / "smoke" / receipts.VERIFIED
 
@@ -354,7 +354,7 @@ def test_a_clean_runs_agreement_is_recorded_and_makes_the_receipt_current(copy, 
   assert f"recorded in {verified}" in capsys.readouterr().out
   record = json.loads(verified.read_text())
   assert record["commit"] == head and record["match"] in receipts.MATCHES and record["unchecked"] == 0
-  assert record["agree"] > 100 and record["machine"] == receipts.machine()
+  assert record["agree"] > 100 and record["machine"] == provenance.machine()
   row, = receipts.listing(root)
   assert row["verified"]["commit"] == head and row["code_changed_since"] == []   # counted from the later commit
   assert f"| {head[:12]} ({record['match']}, {record['date']}) | no |" in receipts.listing_table([row])
@@ -372,7 +372,7 @@ def test_receipt_command_writes_what_verify_reads(copy, tmp_path, capsys):
   root = tmp_path / "results"
   assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
   meta = json.loads((root / "hidden_gems" / "smoke" / "receipt.json").read_text())
-  assert meta["match"] == "bitwise" and meta["machine"] == receipts.machine()
+  assert meta["match"] == "bitwise" and meta["machine"] == provenance.machine()
   assert meta["provenance"]["versions"]["jax"]
   result = receipts.verify(copy, root)
   assert result.ok and result.match == "bitwise" and "this is that kind" in result.note
@@ -388,19 +388,19 @@ def test_a_cpu_of_another_model_with_the_same_extensions_is_another_machine_kind
   root = tmp_path / "results"
   assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
   meta = root / "hidden_gems" / "smoke" / "receipt.json"
-  here = receipts.machine()
-  assert here["cpu_kind"] == receipts.cpu_kind() and receipts.verify(copy, root).match == "bitwise"
+  here = provenance.machine()
+  assert here["cpu_kind"] == provenance.cpu_kind() and receipts.verify(copy, root).match == "bitwise"
   _edit(meta, lambda m: m["machine"].update(cpu_kind="AuthenticAMD family 25 model 17"))
   result = receipts.verify(copy, root)
   assert result.match == "seed" and "differs in cpu_kind" in result.note and result.ok
   # Recorded without the model: this machine's kind when its provenance names this CPU, else another.
   _edit(meta, lambda m: m["machine"].pop("cpu_kind"))
-  _edit(meta, lambda m: m["provenance"].update(cpu=receipts._cpu_model()))
+  _edit(meta, lambda m: m["provenance"].update(cpu=provenance.cpu_model()))
   assert receipts.verify(copy, root).match == "bitwise"
-  _edit(meta, lambda m: m["provenance"].update(cpu="AMD EPYC" if "AMD" not in receipts._cpu_model() else "Intel Xeon"))
+  _edit(meta, lambda m: m["provenance"].update(cpu="AMD EPYC" if "AMD" not in provenance.cpu_model() else "Intel Xeon"))
   assert receipts.verify(copy, root).match == "seed"
-  assert receipts.kind_differences({**here, "cpu_kind": None}, here) == ["cpu_kind"]
-  assert receipts.kind_differences({k: v for k, v in here.items() if k != "cpu_kind"}, here, None) == ["cpu_kind"]
+  assert provenance.kind_differences({**here, "cpu_kind": None}, here) == ["cpu_kind"]
+  assert provenance.kind_differences({k: v for k, v in here.items() if k != "cpu_kind"}, here, None) == ["cpu_kind"]
 
 
 def test_missing_receipt_is_a_clean_error(copy, tmp_path, capsys):

@@ -45,19 +45,15 @@ import ast
 import dataclasses
 import datetime
 import importlib
-import importlib.metadata
 import json
 import math
-import os
-import platform
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from jaxlab import experiments
 from jaxlab.core import config as config_lib
+from jaxlab.core import provenance as provenance_lib
 from jaxlab.core import report
 
 REPO = config_lib.REPO
@@ -66,137 +62,9 @@ MATCHES = ("bitwise", "seed")
 SEED_Z = 4.0
 FILES = ("config.json", "summary.json", "report.md")
 TIMING = "timing.json"
-PROVENANCE = "provenance.json"
 VERIFIED = "verified.json"
-# x86 vector extensions that change what XLA's CPU backend emits (and so the last bits), in the
-# order of `--xla_cpu_max_isa`'s levels: a cap drops every extension above it.
-_ISA = ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile")
-_ISA_CAPS = {"SSE4_2": 0, "AVX": 1, "AVX2": 3, "AVX512": 8, "AVX512_VNNI": 8, "AVX512_BF16": 8, "AMX": 9}
-VERSIONS = ("jaxlab", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "mujoco", "mujoco-mjx", "evosax", "numpy")
 # Columns of report.md's tables that state a verdict or an outcome.
 VERDICT_COLUMNS = ("verdict", "met", "holds after holm")
-
-
-def max_isa() -> str | None:
-  """The `--xla_cpu_max_isa` cap in XLA_FLAGS, if any (the last one given wins, as in XLA)."""
-  found = re.findall(r"--xla_cpu_max_isa=(\S+)", os.environ.get("XLA_FLAGS", ""))
-  return found[-1].upper() if found else None
-
-
-def _cpuinfo() -> dict[str, str]:
-  """The first processor's fields in /proc/cpuinfo ({} where it cannot be read)."""
-  try:
-    text = Path("/proc/cpuinfo").read_text()
-  except OSError:
-    return {}
-  fields = {}
-  for line in text.splitlines():
-    key, sep, value = line.partition(":")
-    if sep:
-      fields.setdefault(key.strip(), value.strip())
-  return fields
-
-
-def _cpu_flags() -> list[str]:
-  return _cpuinfo().get("flags", "").split()
-
-
-def _cpu_model() -> str:
-  return _cpuinfo().get("model name") or platform.processor()
-
-
-def cpu_isa() -> list[str]:
-  """The vector extensions XLA's CPU backend generates code for: the CPU's, capped by
-  `--xla_cpu_max_isa` when XLA_FLAGS sets it."""
-  flags = set(_cpu_flags())
-  found = [f for f in _ISA if f in flags]
-  cap = max_isa()
-  if cap in _ISA_CAPS:
-    found = [f for f in found if _ISA.index(f) < _ISA_CAPS[cap]]
-  return found
-
-
-def cpu_kind() -> str | None:
-  """The CPU's vendor, family and model (/proc/cpuinfo), or None where it cannot be read. Two
-  CPUs with the same vector extensions can still round differently (another microarchitecture:
-  LLVM's tuning for it, the cache sizes a library blocks a product by), so a bitwise receipt
-  holds on its own CPU model only."""
-  fields = _cpuinfo()
-  parts = [fields.get("vendor_id"), fields.get("cpu family"), fields.get("model")]
-  return None if None in parts else f"{parts[0]} family {parts[1]} model {parts[2]}"
-
-
-def cpu_threads() -> int:
-  """The size of XLA's CPU thread pool: NPROC, or the core count (a trained model's last bits can
-  depend on it, through how a large reduction is split over the threads)."""
-  return int(os.environ.get("NPROC") or os.cpu_count() or 1)
-
-
-HARDWARE = ("backend", "arch", "cpu_kind", "cpu_features", "xla_cpu_max_isa", "device_kind")
-
-
-def kind_differences(recorded: dict, here: dict, recorded_cpu: str | None = None) -> list[str]:
-  """The fields in which machine kind `here` differs from `recorded`. A CPU kind recorded before
-  the CPU's model was part of it is compared by the CPU's name in its provenance (`recorded_cpu`)."""
-  recorded = dict(recorded)
-  if recorded.get("backend") == "cpu" and "cpu_kind" not in recorded:
-    recorded["cpu_kind"] = here.get("cpu_kind") if recorded_cpu == _cpu_model() else recorded_cpu
-  return sorted(k for k in set(recorded) | set(here) if recorded.get(k) != here.get(k))
-
-
-def machine() -> dict:
-  """The machine kind a deterministic run reproduces bitwise on."""
-  import jax
-  import jaxlib
-
-  device = jax.devices()[0]
-  kind = {"backend": jax.default_backend(), "arch": platform.machine(), "jax": jax.__version__,
-          "jaxlib": jaxlib.__version__}
-  if device.platform == "cpu":
-    kind["cpu_kind"] = cpu_kind()
-    kind["cpu_features"] = cpu_isa()
-    if max_isa():
-      kind["xla_cpu_max_isa"] = max_isa()
-  else:
-    kind["device_kind"] = device.device_kind
-  return kind
-
-
-def _git(*args) -> str | None:
-  try:
-    out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=30)
-  except (OSError, subprocess.SubprocessError):
-    return None
-  return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _version(name: str) -> str | None:
-  try:
-    return importlib.metadata.version(name)
-  except importlib.metadata.PackageNotFoundError:
-    return None
-
-
-def provenance(argv=None) -> dict:
-  """Where a run came from: commit (and whether tracked code differed from it), package versions,
-  device, CPU and the instruction set XLA used, and the command line."""
-  import jax
-
-  commit = _git("rev-parse", "HEAD")
-  # Dirty: a tracked file that can change a result differs from the commit (receipts and docs cannot).
-  status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results", ":(exclude)docs",
-                ":(exclude)*.md")
-  device = jax.devices()[0]
-  return {"commit": commit, "dirty": None if status is None else bool(status),
-          "versions": {name: _version(name) for name in VERSIONS},
-          "python": platform.python_version(), "device": f"{device.platform}: {device.device_kind}",
-          "devices": jax.device_count(), "processes": jax.process_count(), "cpu": _cpu_model(),
-          "cpu_isa": cpu_isa(), "xla_cpu_max_isa": max_isa(), "cpu_threads": cpu_threads(),
-          "command": " ".join(["jaxlab", *(sys.argv[1:] if argv is None else argv)])}
-
-
-def write_provenance(workdir, argv=None) -> None:
-  report.write_json(Path(workdir) / PROVENANCE, provenance(argv))
 
 
 def folder(experiment: str, variant: str, root: Path = RESULTS) -> Path:
@@ -230,8 +98,8 @@ def save(workdir, root: Path = RESULTS, match: str = "bitwise") -> Path:
   if (out / VERIFIED).exists():   # a check of the run this receipt replaces says nothing about this one
     (out / VERIFIED).unlink()
   command = f"jaxlab run configs/{config['experiment']}.py:{config['variant']} --workdir WORKDIR"
-  made = _read(workdir / PROVENANCE) if (workdir / PROVENANCE).is_file() else provenance()
-  report.write_json(out / "receipt.json", {"command": command, "machine": machine(), "match": match,
+  made = _read(workdir / provenance_lib.PROVENANCE) if (workdir / provenance_lib.PROVENANCE).is_file() else provenance_lib.provenance()
+  report.write_json(out / "receipt.json", {"command": command, "machine": provenance_lib.machine(), "match": match,
                                            "provenance": made})
   return out
 
@@ -688,11 +556,11 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
     raise FileNotFoundError(f"no receipt for {config['experiment']}:{config['variant']} at {where} "
                             "(write one with `jaxlab receipt WORKDIR` after the documented run)")
   meta = _read(where / "receipt.json") if (where / "receipt.json").is_file() else {}
-  here = machine()
+  here = provenance_lib.machine()
   made_on = (meta.get("provenance") or {}).get("cpu")
-  differ = kind_differences(meta.get("machine") or {}, here, made_on)
+  differ = provenance_lib.kind_differences(meta.get("machine") or {}, here, made_on)
   # Timing is judged on the receipt's hardware only (a receipt that records no machine: as here).
-  other_hardware = bool(set(HARDWARE) & set(kind_differences(meta.get("machine") or here, here, made_on)))
+  other_hardware = bool(set(provenance_lib.HARDWARE) & set(provenance_lib.kind_differences(meta.get("machine") or here, here, made_on)))
   if match is not None:
     note = "asked for"
   elif meta.get("match") == "bitwise" and not differ:
@@ -701,7 +569,7 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
     match, note = "seed", f"the receipt is bitwise on another machine kind (differs in {', '.join(differ)})"
   else:
     match, note = "seed", "the receipt asks for seed error" if meta else "the receipt records no machine"
-  run_provenance = _read(workdir / PROVENANCE) if (workdir / PROVENANCE).is_file() else None
+  run_provenance = _read(workdir / provenance_lib.PROVENANCE) if (workdir / provenance_lib.PROVENANCE).is_file() else None
   verification = Verification(workdir, where, match, note, [], (meta.get("provenance"), run_provenance))
   checks = verification.checks
   receipt_config = _read(where / "config.json") if (where / "config.json").is_file() else None
@@ -780,7 +648,7 @@ def code_paths(experiment: str, config: dict | None = None) -> list[str]:
   package and every jaxlab module they import, transitively (parent packages' __init__ included);
   its config file; the model folders the config names (weights it reads); and the CPU thread
   settings every run starts with (`core/cpu_threads.py`: a trained model's last bits depend on
-  them). Tools that only read runs (this module, export) are not among them, so changing them
+  them). Tools that only read runs (this module, provenance, export) are not among them, so changing them
   leaves receipts current. Given one run's `config` (a receipt's config.json), only the model
   folders it names count, and the config file only if that variant reads differently now (a new
   variant beside it changes nothing the receipt ran)."""
@@ -811,7 +679,7 @@ def _latest(a: str | None, b: str | None) -> str | None:
   """Of two commits, the later one (the other being its ancestor); either when one is unknown."""
   if not (a and b):
     return a or b
-  return b if _git("merge-base", "--is-ancestor", a, b) is not None else a
+  return b if provenance_lib.git("merge-base", "--is-ancestor", a, b) is not None else a
 
 
 def listing(root: Path = RESULTS) -> list[dict]:
@@ -828,9 +696,9 @@ def listing(root: Path = RESULTS) -> list[dict]:
     current = _latest(commit, checked.get("commit"))
     if current:
       ran = _read(where / "config.json") if (where / "config.json").is_file() else None
-      log = _git("log", "--format=%h", f"{current}..HEAD", "--", *code_paths(experiment, ran))
+      log = provenance_lib.git("log", "--format=%h", f"{current}..HEAD", "--", *code_paths(experiment, ran))
       since = None if log is None else [line for line in log.splitlines() if line]
-    committed = _git("log", "-1", "--format=%h", "--", str(where / "summary.json"))
+    committed = provenance_lib.git("log", "-1", "--format=%h", "--", str(where / "summary.json"))
     rows.append({"experiment": experiment, "variant": variant, "commit": commit, "dirty": made.get("dirty"),
                  "match": meta.get("match"), "verified": checked or None, "code_changed_since": since,
                  "committed_in": committed or None})
@@ -852,7 +720,7 @@ def record(result: Verification, root: Path = RESULTS) -> tuple[Path | None, str
   count = lambda v: sum(c.ok is v for c in result.checks)
   report.write_json(where / VERIFIED, {
       "commit": run["commit"], "date": datetime.date.today().isoformat(), "match": result.match,
-      "why": result.note, "machine": machine(), "agree": count(True), "unchecked": count(None),
+      "why": result.note, "machine": provenance_lib.machine(), "agree": count(True), "unchecked": count(None),
       "command": run.get("command")})
   return where / VERIFIED, "recorded"
 
