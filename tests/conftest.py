@@ -48,8 +48,6 @@ def _release_compiled_programs():
   """Each test file's compiled programs are dropped when it ends: a worker that kept them all reached
   about 54,000 of the 65,530 memory maps a process may hold, and past the limit XLA segfaults."""
   yield
-  from jaxlab.core import compile_cache
-
   compile_cache.release()
 
 

@@ -10,6 +10,7 @@ the workdir (`write`), and receipts compare it (`jaxlab/core/receipts.py`).
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import re
@@ -27,6 +28,7 @@ PROVENANCE = "provenance.json"
 _ISA = ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile")
 _ISA_CAPS = {"SSE4_2": 0, "AVX": 1, "AVX2": 3, "AVX512": 8, "AVX512_VNNI": 8, "AVX512_BF16": 8, "AMX": 9}
 VERSIONS = ("jaxlab", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "mujoco", "mujoco-mjx", "evosax", "numpy")
+
 
 def max_isa() -> str | None:
   """The `--xla_cpu_max_isa` cap in XLA_FLAGS, if any (the last one given wins, as in XLA)."""
@@ -148,3 +150,9 @@ def provenance(argv=None) -> dict:
 
 def write(workdir, argv=None) -> None:
   report.write_json(Path(workdir) / PROVENANCE, provenance(argv))
+
+
+def read(workdir) -> dict | None:
+  """The provenance `jaxlab run` wrote to `workdir`, or None where it wrote none."""
+  path = Path(workdir) / PROVENANCE
+  return json.loads(path.read_text()) if path.is_file() else None

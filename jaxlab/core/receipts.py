@@ -98,7 +98,7 @@ def save(workdir, root: Path = RESULTS, match: str = "bitwise") -> Path:
   if (out / VERIFIED).exists():   # a check of the run this receipt replaces says nothing about this one
     (out / VERIFIED).unlink()
   command = f"jaxlab run configs/{config['experiment']}.py:{config['variant']} --workdir WORKDIR"
-  made = _read(workdir / provenance_lib.PROVENANCE) if (workdir / provenance_lib.PROVENANCE).is_file() else provenance_lib.provenance()
+  made = provenance_lib.read(workdir) or provenance_lib.provenance()
   report.write_json(out / "receipt.json", {"command": command, "machine": provenance_lib.machine(), "match": match,
                                            "provenance": made})
   return out
@@ -560,7 +560,8 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
   made_on = (meta.get("provenance") or {}).get("cpu")
   differ = provenance_lib.kind_differences(meta.get("machine") or {}, here, made_on)
   # Timing is judged on the receipt's hardware only (a receipt that records no machine: as here).
-  other_hardware = bool(set(provenance_lib.HARDWARE) & set(provenance_lib.kind_differences(meta.get("machine") or here, here, made_on)))
+  other_hardware = bool(set(provenance_lib.HARDWARE)
+                        & set(provenance_lib.kind_differences(meta.get("machine") or here, here, made_on)))
   if match is not None:
     note = "asked for"
   elif meta.get("match") == "bitwise" and not differ:
@@ -569,8 +570,7 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
     match, note = "seed", f"the receipt is bitwise on another machine kind (differs in {', '.join(differ)})"
   else:
     match, note = "seed", "the receipt asks for seed error" if meta else "the receipt records no machine"
-  run_provenance = _read(workdir / provenance_lib.PROVENANCE) if (workdir / provenance_lib.PROVENANCE).is_file() else None
-  verification = Verification(workdir, where, match, note, [], (meta.get("provenance"), run_provenance))
+  verification = Verification(workdir, where, match, note, [], (meta.get("provenance"), provenance_lib.read(workdir)))
   checks = verification.checks
   receipt_config = _read(where / "config.json") if (where / "config.json").is_file() else None
   if receipt_config is not None:
@@ -648,10 +648,10 @@ def code_paths(experiment: str, config: dict | None = None) -> list[str]:
   package and every jaxlab module they import, transitively (parent packages' __init__ included);
   its config file; the model folders the config names (weights it reads); and the CPU thread
   settings every run starts with (`core/cpu_threads.py`: a trained model's last bits depend on
-  them). Tools that only read runs (this module, provenance, export) are not among them, so changing them
-  leaves receipts current. Given one run's `config` (a receipt's config.json), only the model
-  folders it names count, and the config file only if that variant reads differently now (a new
-  variant beside it changes nothing the receipt ran)."""
+  them). Tools that only read runs (this module, provenance, export) are not among them, so
+  changing them leaves receipts current. Given one run's `config` (a receipt's config.json), only
+  the model folders it names count, and the config file only if that variant reads differently now
+  (a new variant beside it changes nothing the receipt ran)."""
   module = importlib.import_module(experiments.EXPERIMENTS[experiment])
   package = Path(module.__file__).parent
   todo = [".".join(f.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
