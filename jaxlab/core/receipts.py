@@ -558,10 +558,10 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
   meta = _read(where / "receipt.json") if (where / "receipt.json").is_file() else {}
   here = provenance_lib.machine()
   made_on = (meta.get("provenance") or {}).get("cpu")
-  differ = provenance_lib.kind_differences(meta.get("machine") or {}, here, made_on)
-  # Timing is judged on the receipt's hardware only (a receipt that records no machine: as here).
-  other_hardware = bool(set(provenance_lib.HARDWARE)
-                        & set(provenance_lib.kind_differences(meta.get("machine") or here, here, made_on)))
+  recorded = meta.get("machine") or {}
+  # A receipt that records no machine is bitwise on no kind, and its timing is judged as if made here.
+  differ = provenance_lib.kind_differences(recorded, here, made_on)
+  other_hardware = bool(recorded) and bool(set(provenance_lib.HARDWARE) & set(differ))
   if match is not None:
     note = "asked for"
   elif meta.get("match") == "bitwise" and not differ:
