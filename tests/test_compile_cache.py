@@ -1,7 +1,12 @@
 """The persistent compilation cache `jaxlab run` turns on: a program compiled once is loaded the
-second time with the same results, and the clock splits compiling from running."""
+second time with the same results, and the clock splits compiling from running; the test profile
+plugin that says where a session's compile time goes."""
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -83,3 +88,25 @@ def test_release_unmaps_the_compiled_code_and_a_program_compiles_again_to_the_sa
   assert _maps() - start < grown / 4
   assert not program._executables   # the live program's own table is emptied too
   np.testing.assert_array_equal(np.asarray(program(x)), before)
+
+
+def test_the_profile_plugin_names_each_files_compiled_functions_across_workers(tmp_path):
+  """`-p tests.compile_profile` with two xdist workers: each file's time and compile seconds, and
+  each jitted function with its count of compiled programs, summed over the workers."""
+  for name, fn in (("a", "first_program"), ("b", "second_program")):
+    (tmp_path / f"test_{name}.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        f"def {fn}(x):\n  return jnp.sin(x) * 2\n"
+        f"def test_{name}():\n  jax.jit({fn})(jnp.ones(3)); jax.jit({fn})(jnp.ones(4))\n")
+  env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+         "JAXLAB_TEST_PROFILE_JSON": str(tmp_path / "profile.json")}
+  out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "-p",
+                        "tests.compile_profile", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+  assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+  assert "time per test file" in out.stdout and "XLA compile time per jitted function" in out.stdout
+  record = json.loads((tmp_path / "profile.json").read_text())
+  for name, fn in (("a", "first_program"), ("b", "second_program")):
+    assert record["functions"][f"jit({fn})"]["programs"] == 2   # one per shape
+    assert record["files"][f"test_{name}.py"]["compile"] > 0
+    assert record["files"][f"test_{name}.py"]["test"] >= record["files"][f"test_{name}.py"]["compile"]
