@@ -21,7 +21,7 @@ FOLDER = "JAXLAB_TEST_PROFILE_DIR"   # where each process writes its record (mad
 ROWS = 15
 _record = {"files": collections.defaultdict(lambda: collections.Counter()),
            "functions": collections.defaultdict(lambda: collections.Counter())}
-_current = {"file": "(outside a test)"}
+_current = {"file": "(outside a test)", "worker": None}   # the xdist worker's id; None in the controller
 
 
 def _listen(event: str, seconds: float, **kw) -> None:
@@ -40,7 +40,9 @@ def _listen(event: str, seconds: float, **kw) -> None:
 def pytest_configure(config):
   import jax
 
-  if "PYTEST_XDIST_WORKER" not in os.environ:
+  # Known from the config, not the environment: a test may start a pytest session of its own.
+  _current["worker"] = getattr(config, "workerinput", {}).get("workerid")
+  if _current["worker"] is None:
     os.environ[FOLDER] = tempfile.mkdtemp(prefix="jaxlab-test-profile-")   # workers start later and inherit it
   jax.monitoring.register_event_duration_secs_listener(_listen)
 
@@ -55,7 +57,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_sessionfinish(session):
-  name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+  name = _current["worker"] or "controller"
   data = {key: {k: dict(v) for k, v in table.items()} for key, table in _record.items()}
   (Path(os.environ[FOLDER]) / f"{name}.json").write_text(json.dumps(data))
 
@@ -72,7 +74,7 @@ def merged(folder: Path) -> dict:
 
 
 def pytest_terminal_summary(terminalreporter):
-  if "PYTEST_XDIST_WORKER" in os.environ:
+  if _current["worker"] is not None:
     return
   record = merged(Path(os.environ[FOLDER]))
   files, functions = record["files"], record["functions"]
@@ -97,7 +99,7 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_unconfigure(config):
-  if "PYTEST_XDIST_WORKER" not in os.environ and os.environ.get(FOLDER):
+  if _current["worker"] is None and os.environ.get(FOLDER):
     for part in Path(os.environ[FOLDER]).glob("*.json"):
       part.unlink()
     Path(os.environ[FOLDER]).rmdir()

@@ -98,7 +98,8 @@ def test_the_profile_plugin_names_each_files_compiled_functions_across_workers(t
         "import jax, jax.numpy as jnp\n"
         f"def {fn}(x):\n  return jnp.sin(x) * 2\n"
         f"def test_{name}():\n  jax.jit({fn})(jnp.ones(3)); jax.jit({fn})(jnp.ones(4))\n")
-  env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+  # Started from a test, as under an xdist worker: the plugin must not take the new session for one.
+  env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTEST_XDIST_WORKER": "gw9",
          "JAXLAB_TEST_PROFILE_JSON": str(tmp_path / "profile.json")}
   out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "-p",
                         "tests.compile_profile", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)],
