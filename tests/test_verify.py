@@ -18,7 +18,8 @@ import sys
 import numpy as np
 import pytest
 
-from jaxlab.core import checkpoint, provenance, receipts
+from jaxlab import experiments
+from jaxlab.core import agreement, checkpoint, dependencies, provenance, receipts
 from launch import main as launch
 
 RECEIPT = receipts.folder("hidden_gems", "smoke")
@@ -85,14 +86,14 @@ def test_a_run_with_another_config_is_not_the_receipts_run(copy, capsys):
 
 def test_seed_error_judges_by_both_spreads():
   fig = lambda mean, sd=0.1, n=16: {"mean": mean, "sd": sd, "n": n}
-  ok, _ = receipts._within_seed_error(fig(1.0), fig(1.0 + 3.9 * 0.1 * np.sqrt(2 / 16)))
+  ok, _ = agreement.within_seed_error(fig(1.0), fig(1.0 + 3.9 * 0.1 * np.sqrt(2 / 16)))
   assert ok
-  ok, why = receipts._within_seed_error(fig(1.0), fig(1.0 + 4.1 * 0.1 * np.sqrt(2 / 16)))
+  ok, why = agreement.within_seed_error(fig(1.0), fig(1.0 + 4.1 * 0.1 * np.sqrt(2 / 16)))
   assert not ok and "z = 4.1" in why
-  assert not receipts._within_seed_error(fig(1.0), fig(1.0, n=15))[0]
-  assert receipts._within_seed_error(fig(2.0, None, 1), fig(2.0, None, 1))[0]
+  assert not agreement.within_seed_error(fig(1.0), fig(1.0, n=15))[0]
+  assert agreement.within_seed_error(fig(2.0, None, 1), fig(2.0, None, 1))[0]
   # No spread: a figure that differs is unchecked (None), neither passed nor failed.
-  ok, why = receipts._within_seed_error(fig(2.0, None, 1), fig(2.0 + 1e-7, None, 1))
+  ok, why = agreement.within_seed_error(fig(2.0, None, 1), fig(2.0 + 1e-7, None, 1))
   assert ok is None and "no spread" in why
 
 
@@ -133,18 +134,18 @@ def test_seed_mode_judges_a_headline_by_both_intervals():
   rng = np.random.default_rng(0)
   entry = lambda m, se: {"mean": m, "ci": [m - 1.96 * se, m + 1.96 * se], "n": 10}
   draws = rng.normal(0.5, 0.01, size=(4000, 2))
-  outside = np.mean([not receipts._in_interval("headline", "f", entry(a, 0.01), entry(b, 0.01)).ok for a, b in draws])
-  failing = np.mean([not receipts._in_interval("headline", "f", entry(a, 0.01), entry(b, 0.01), seed=True).ok
+  outside = np.mean([not agreement.in_interval("headline", "f", entry(a, 0.01), entry(b, 0.01)).ok for a, b in draws])
+  failing = np.mean([not agreement.in_interval("headline", "f", entry(a, 0.01), entry(b, 0.01), seed=True).ok
                      for a, b in draws])
   assert 0.14 < outside < 0.19 and failing < 0.002
   # A shift of 4.5 standard errors of the difference fails; the one-sided interval at 1.0 is read on its open side.
-  assert not receipts._in_interval("headline", "f", entry(0.5, 0.01), entry(0.5 + 4.5 * 0.01 * np.sqrt(2), 0.01),
+  assert not agreement.in_interval("headline", "f", entry(0.5, 0.01), entry(0.5 + 4.5 * 0.01 * np.sqrt(2), 0.01),
                                    seed=True).ok
   auc = lambda m, lo: {"mean": m, "ci": [lo, 1.0], "n": 10}
-  check = receipts._in_interval("headline", "auc", auc(0.9976, 0.9929), auc(0.9914, 0.9676), seed=True)
+  check = agreement.in_interval("headline", "auc", auc(0.9976, 0.9929), auc(0.9914, 0.9676), seed=True)
   assert check.ok and check.why.startswith("z = 1.")
-  assert receipts._in_interval("headline", "auc", auc(1.0, 1.0), auc(1.0, 1.0), seed=True).ok
-  assert receipts._in_interval("headline", "auc", auc(1.0, 1.0), {"mean": 0.9, "ci": [0.9, 0.9]}, seed=True).ok is None
+  assert agreement.in_interval("headline", "auc", auc(1.0, 1.0), auc(1.0, 1.0), seed=True).ok
+  assert agreement.in_interval("headline", "auc", auc(1.0, 1.0), {"mean": 0.9, "ci": [0.9, 0.9]}, seed=True).ok is None
 
 
 def test_an_unresolved_estimates_side_is_judged_by_its_margin_in_seed_mode(copy, tmp_path):
@@ -164,11 +165,11 @@ def test_an_unresolved_estimates_side_is_judged_by_its_margin_in_seed_mode(copy,
 
 def test_a_number_against_none_is_unchecked_and_a_missing_leaf_fails():
   censored = lambda steps, hi: {"budget": 16384, "ci": [15360.0, hi], "n": 10, "reached": 0.5, "steps": steps}
-  assert receipts._leaf_by_leaf(censored(16384.0, None), censored(None, None))[0] is None
-  assert receipts._leaf_by_leaf(censored(16384.0, None), censored(16384.0, 16384.0))[0] is None
-  assert receipts._leaf_by_leaf(censored(16384.0, None), censored(16384.0, None))[0] is True
-  assert receipts._leaf_by_leaf(censored(16384.0, None), {"budget": 16384, "n": 10})[0] is False
-  assert receipts._leaf_by_leaf({"rule": "first"}, {"rule": None})[0] is False
+  assert agreement.leaf_by_leaf(censored(16384.0, None), censored(None, None))[0] is None
+  assert agreement.leaf_by_leaf(censored(16384.0, None), censored(16384.0, 16384.0))[0] is None
+  assert agreement.leaf_by_leaf(censored(16384.0, None), censored(16384.0, None))[0] is True
+  assert agreement.leaf_by_leaf(censored(16384.0, None), {"budget": 16384, "n": 10})[0] is False
+  assert agreement.leaf_by_leaf({"rule": "first"}, {"rule": None})[0] is False
 
 
 def test_a_verdict_changed_at_its_boundary_still_fails_and_says_so(copy, tmp_path):
@@ -202,8 +203,8 @@ def test_a_programs_peak_memory_agrees_within_its_tolerance_in_every_mode(copy, 
   name = "all/system/peak_memory_gb"
   _edit(root / "hidden_gems" / "smoke" / "summary.json",
         lambda s: s["figures"].update({name: {"mean": 0.006739712, "sd": None, "n": 1}}))
-  for value, ok in ((0.00673968, True), (0.006739712 * (1 + 0.9 * receipts.MEMORY_TOLERANCE), True),
-                    (0.006739712 * (1 + 1.1 * receipts.MEMORY_TOLERANCE), False)):
+  for value, ok in ((0.00673968, True), (0.006739712 * (1 + 0.9 * agreement.MEMORY_TOLERANCE), True),
+                    (0.006739712 * (1 + 1.1 * agreement.MEMORY_TOLERANCE), False)):
     _edit(copy / "summary.json", lambda s: s["figures"].update({name: {"mean": value, "sd": None, "n": 1}}))
     result = receipts.verify(copy, root, match)
     assert result.ok is ok and [c.kind for c in result.checks if c.name == name] == ["memory"]
@@ -254,11 +255,11 @@ def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
 def test_report_verdicts_are_read_from_its_tables():
   text = ("# r\n\n| claim | ours | verdict |\n|---|---|---|\n| a beats b | 1 vs 0 | holds |\n"
           "| c | 2 | does not hold |\n\nprose | not a table\n\n| target | met |\n|---|---|\n| probes | no |\n")
-  assert receipts.report_verdicts(text) == {"claim | a beats b": "holds", "claim | c": "does not hold",
+  assert agreement.report_verdicts(text) == {"claim | a beats b": "holds", "claim | c": "does not hold",
                                             "target | probes": "no"}
   timed = text + "| latency, 2.4x (timing.json) | no |\n"
-  assert receipts.report_verdicts(timed)["target | latency, 2.4x (timing.json)"] == "no"
-  assert "target | latency, 2.4x (timing.json)" not in receipts.report_verdicts(timed, timed=False)
+  assert agreement.report_verdicts(timed)["target | latency, 2.4x (timing.json)"] == "no"
+  assert "target | latency, 2.4x (timing.json)" not in agreement.report_verdicts(timed, timed=False)
 
 
 def test_a_receipt_folder_is_refused(capsys):
@@ -304,32 +305,33 @@ def test_receipts_lists_each_with_its_commit(capsys):
 
 
 def test_code_paths_are_the_modules_an_experiment_imports_its_config_and_weights():
-  pager = set(receipts.code_paths("latent_pager"))
+  pager = set(dependencies.code_paths("latent_pager"))
   assert {"jaxlab/paging/pipeline.py", "jaxlab/lm/qwen3.py", "jaxlab/core/config.py", "jaxlab/__init__.py",
           "configs/latent_pager.py", "models/lm_base", "models/latent_pager_pointer", "jaxlab/core/cpu_threads.py"} <= pager
-  org = receipts.code_paths("org_forms")
+  org = dependencies.code_paths("org_forms")
   assert "jaxlab/swarm/org_forms/model.py" in org and "configs/org_forms.py" in org
   assert not any(p.startswith("jaxlab/swarm/hidden_gems") for p in org)
-  for experiment in receipts.experiments.EXPERIMENTS:   # tools that only read runs leave receipts current
-    assert not {"jaxlab/core/receipts.py", "jaxlab/core/export.py"} & set(receipts.code_paths(experiment))
+  for experiment in experiments.EXPERIMENTS:   # tools that only read runs leave receipts current
+    assert not {"jaxlab/core/receipts.py", "jaxlab/core/agreement.py", "jaxlab/core/dependencies.py",
+                "jaxlab/core/export.py"} & set(dependencies.code_paths(experiment))
 
 
 def test_a_receipts_config_file_counts_only_where_its_variant_reads_differently():
   ran = json.loads((receipts.RESULTS / "latent_pager" / "cpu" / "config.json").read_text())
-  paths = receipts.code_paths("latent_pager", ran)
+  paths = dependencies.code_paths("latent_pager", ran)
   # The variant as it reads today is the one the receipt ran: other variants of the file may change.
   assert "configs/latent_pager.py" not in paths and "jaxlab/paging/pipeline.py" in paths
   # Only the weights it reads: not the other shipped models the file names.
   assert {p for p in paths if p.startswith("models/")} == {"models/lm_base", "models/latent_pager_pointer"}
-  assert "configs/latent_pager.py" in receipts.code_paths("latent_pager", dict(ran, seed=ran["seed"] + 1))
-  assert "configs/latent_pager.py" in receipts.code_paths("latent_pager", dict(ran, variant="no_such_variant"))
+  assert "configs/latent_pager.py" in dependencies.code_paths("latent_pager", dict(ran, seed=ran["seed"] + 1))
+  assert "configs/latent_pager.py" in dependencies.code_paths("latent_pager", dict(ran, variant="no_such_variant"))
 
 
 def test_imports_are_found_inside_functions_relative_and_over_lines(tmp_path):
   file = tmp_path / "m.py"
   file.write_text("import os\nfrom . import sibling\n\ndef f():\n  from ..core import (config,\n    mesh)\n"
                   "  import jaxlab.lm.qwen3\n")
-  assert receipts._imported(file, "jaxlab.paging.m") == {
+  assert dependencies.imported(file, "jaxlab.paging.m") == {
       "jaxlab.paging", "jaxlab.paging.sibling", "jaxlab.core", "jaxlab.core.config", "jaxlab.core.mesh",
       "jaxlab.lm.qwen3"}
 
