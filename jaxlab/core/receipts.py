@@ -118,7 +118,8 @@ class Verification:
     """Provenance side by side, counts per kind, then every disagreement and unchecked entry
     (every entry with `verbose`), as markdown."""
     kinds = [k for k in KINDS if any(c.kind == k for c in self.checks)]
-    name = lambda k: {"summary": "other summary entries", "report": "report verdicts"}.get(k, f"{k}s")
+    names = {"summary": "other summary entries", "report": "report verdicts", "memory": "peak memory figures"}
+    name = lambda k: names.get(k, f"{k}s")
     counts = report.markdown_table(
         ["compared", "agree", "disagree", "unchecked"],
         [[name(k), *(sum(c.ok is v for c in self.checks if c.kind == k) for v in (True, False, None))]
@@ -208,8 +209,8 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
                               seed=match == "seed")
   if (where / TIMING).is_file():
     if (workdir / TIMING).is_file():
-      checks += agreement.compare_intervals("timing", _read(where / TIMING), _read(workdir / TIMING), only_intervals=True,
-                                   other_hardware=other_hardware)
+      checks += agreement.compare_intervals("timing", _read(where / TIMING), _read(workdir / TIMING),
+                                            only_intervals=True, other_hardware=other_hardware)
     else:
       checks.append(Check("timing", TIMING, "present", None, False, "the run wrote no timing.json"))
   if (where / "report.md").is_file() and (workdir / "report.md").is_file():
@@ -242,7 +243,8 @@ def listing(root: Path = RESULTS) -> list[dict]:
     current = _latest(commit, checked.get("commit"))
     if current:
       ran = _read(where / "config.json") if (where / "config.json").is_file() else None
-      log = provenance_lib.git("log", "--format=%h", f"{current}..HEAD", "--", *dependencies.code_paths(experiment, ran))
+      paths = dependencies.code_paths(experiment, ran)
+      log = provenance_lib.git("log", "--format=%h", f"{current}..HEAD", "--", *paths)
       since = None if log is None else [line for line in log.splitlines() if line]
     committed = provenance_lib.git("log", "-1", "--format=%h", "--", str(where / "summary.json"))
     rows.append({"experiment": experiment, "variant": variant, "commit": commit, "dirty": made.get("dirty"),
@@ -278,8 +280,8 @@ def listing_table(rows: list[dict]) -> str:
     if r["code_changed_since"] is None:
       return "unknown (commit not in this checkout)"
     n = len(r["code_changed_since"])
-    return f"yes: {n} commit{'s' if n > 1 else ''} ({', '.join(r['code_changed_since'][:3])}{', ...' if n > 3 else ''})" \
-        if n else "no"
+    shown = ", ".join(r["code_changed_since"][:3]) + (", ..." if n > 3 else "")
+    return f"yes: {n} commit{'s' if n > 1 else ''} ({shown})" if n else "no"
 
   def verified(r):
     v = r["verified"]
