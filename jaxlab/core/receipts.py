@@ -91,8 +91,6 @@ def is_receipt(path, root: Path = RESULTS) -> bool:
   return (path / "receipt.json").is_file() or path == Path(root).resolve() or Path(root).resolve() in path.parents
 
 
-
-
 @dataclasses.dataclass
 class Verification:
   workdir: Path
