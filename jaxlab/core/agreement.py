@@ -147,7 +147,7 @@ MEMORY_TOLERANCE = 0.05
 RATIO_DRIFT = 0.20
 
 
-def within_drift(receipt: float | None, run: float | None) -> bool:
+def _within_drift(receipt: float | None, run: float | None) -> bool:
   return _is_number(receipt) and _is_number(run) and receipt > 0 and abs(run / receipt - 1) <= RATIO_DRIFT
 
 
@@ -329,7 +329,7 @@ def compare_intervals(kind: str, receipt: dict, run: dict, only_intervals: bool 
       elif kind == "timing" and check.ok is False and other_hardware and _has_interval(y):
         check = dataclasses.replace(check, ok=None, why="a ratio measured on other hardware (verdicts that cite "
                                     f"{TIMING} are judged)")
-      elif kind == "timing" and check.ok is False and _has_interval(y) and within_drift(_point(x), _point(y)):
+      elif kind == "timing" and check.ok is False and _has_interval(y) and _within_drift(_point(x), _point(y)):
         check = dataclasses.replace(check, ok=None, why=f"moved {_point(y) / _point(x) - 1:+.0%}, within the "
                                     f"{RATIO_DRIFT:.0%} a wall-clock ratio drifts between runs on one machine")
       checks.append(check)
