@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -19,8 +20,8 @@ import pytest
 
 FOLDER = "JAXLAB_TEST_PROFILE_DIR"   # where each process writes its record (made by the controller)
 ROWS = 15
-_record = {"files": collections.defaultdict(lambda: collections.Counter()),
-           "functions": collections.defaultdict(lambda: collections.Counter())}
+_record = {"files": collections.defaultdict(collections.Counter),
+           "functions": collections.defaultdict(collections.Counter)}
 _current = {"file": "(outside a test)", "worker": None}   # the xdist worker's id; None in the controller
 
 
@@ -100,6 +101,4 @@ def pytest_terminal_summary(terminalreporter):
 
 def pytest_unconfigure(config):
   if _current["worker"] is None and os.environ.get(FOLDER):
-    for part in Path(os.environ[FOLDER]).glob("*.json"):
-      part.unlink()
-    Path(os.environ[FOLDER]).rmdir()
+    shutil.rmtree(os.environ[FOLDER], ignore_errors=True)
