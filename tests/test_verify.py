@@ -405,6 +405,25 @@ def test_a_cpu_of_another_model_with_the_same_extensions_is_another_machine_kind
   assert provenance.kind_differences({k: v for k, v in here.items() if k != "cpu_kind"}, here, None) == ["cpu_kind"]
 
 
+def test_flags_that_change_xla_code_are_part_of_the_machine_kind(copy, tmp_path, monkeypatch):
+  """An optimisation level or other emitters change a result's last bits (the suite's own flags do:
+  tests/conftest.py), so a run under them meets a bitwise receipt within seed error; flags that
+  leave the code as it is (forced devices, how long a collective waits) keep the kind."""
+  shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
+  root = tmp_path / "results"
+  inert = "--xla_force_host_platform_device_count=8 --xla_cpu_collective_call_terminate_timeout_seconds=600"
+  faster = ["--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=1"]
+  monkeypatch.setenv("XLA_FLAGS", inert)
+  assert provenance.codegen_flags() == [] and "xla_codegen" not in provenance.machine()
+  assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
+  assert receipts.verify(copy, root).match == "bitwise"
+  monkeypatch.setenv("XLA_FLAGS", " ".join([inert, *faster, "--xla_cpu_max_isa=AVX2"]))
+  assert provenance.codegen_flags() == [*faster, "--xla_cpu_max_isa=AVX2"]
+  assert provenance.machine()["xla_codegen"] == sorted(faster)   # the cap is a field of its own
+  result = receipts.verify(copy, root)
+  assert result.match == "seed" and "xla_codegen" in result.note and result.ok
+
+
 def test_missing_receipt_is_a_clean_error(copy, tmp_path, capsys):
   assert launch.main(["verify", str(copy), "--receipts", str(tmp_path / "none")]) == 2
   assert "no receipt for hidden_gems:smoke" in capsys.readouterr().err
@@ -427,9 +446,11 @@ def test_trained_smoke_runs_match_their_receipts_from_any_directory(tmp_path):
   (a config's relative paths, the shipped base model and encoder, name places in it). Their
   training is not bitwise across device counts, so not in this process of 8 forced devices; the
   other experiments' smoke runs are checked against their receipts in their own tests."""
-  flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "", os.environ.get("XLA_FLAGS", "")).strip()
-  # As a user runs it: XLA's CPU thread pool sized by the cores (this process sizes it for 8 forced
-  # devices, NPROC; a trained model's last bits depend on the pool's size).
+  # As a user runs it: XLA's default code on this CPU (capped where this process is capped; the suite
+  # compiles faster code of its own), its CPU thread pool sized by the cores (this process sizes it for
+  # 8 forced devices, NPROC; a trained model's last bits depend on the pool's size).
+  cap = provenance.max_isa()
+  flags = f"--xla_cpu_max_isa={cap}" if cap else ""
   env = {k: v for k, v in os.environ.items() if k != "NPROC"}
   env.update(XLA_FLAGS=flags, PYTHONPATH=str(receipts.REPO))
   out = subprocess.run([sys.executable, "-m", "launch.main", "verify", "--all", "--quick", "--experiment", "latent_pager",

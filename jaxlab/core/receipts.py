@@ -140,6 +140,8 @@ def _provenance_rows(p: dict | None) -> dict:
           (f" (capped at {p['xla_cpu_max_isa']})" if p.get("xla_cpu_max_isa") else ""),
           "CPU threads": p.get("cpu_threads", "not recorded"),
           "command": p.get("command")}
+  if "xla_codegen" in p:
+    rows["XLA flags that change its code"] = " ".join(p["xla_codegen"]) or "none"
   rows.update({name: version for name, version in (p.get("versions") or {}).items()})
   return rows
 
