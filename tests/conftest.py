@@ -1,5 +1,6 @@
-"""Test session setup: 8 forced CPU devices (so sharding is exercised), set before JAX is imported,
-and a persistent compilation cache that starts empty and lasts the session."""
+"""Test session setup: 8 forced CPU devices (so sharding is exercised) and XLA flags that compile
+faster, set before JAX is imported, and a persistent compilation cache that starts empty and lasts
+the session."""
 
 import faulthandler
 import os
@@ -17,6 +18,18 @@ from jaxlab.core import cpu_threads  # imports no JAX
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
                            " --xla_cpu_collective_call_terminate_timeout_seconds=600").strip()
 cpu_threads.ensure()  # a thread for every forced device, so their collectives cannot starve the pool
+# The tests' programs are small, and compiling them was 64% of the suite's work (tests/compile_profile.py).
+# LLVM at -O1 and XLA's loop emitters (instead of its MLIR fusion emitters) compile them in 40% of the
+# time. The code differs from what `jaxlab run` compiles in its last bits, so a run here is another
+# machine kind (`provenance.machine()`): it meets a receipt within seed error, not bitwise. CI runs the
+# float-sensitive tests again as the product compiles; `JAXLAB_TEST_CODEGEN=product` runs all of them so.
+FAST_CODEGEN = ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false")
+CODEGEN = os.environ.get("JAXLAB_TEST_CODEGEN", "fast")
+if CODEGEN not in ("fast", "product"):
+  raise pytest.UsageError(f"JAXLAB_TEST_CODEGEN={CODEGEN!r}: expected 'fast' (the default) or 'product'")
+if CODEGEN == "fast":
+  os.environ["XLA_FLAGS"] = " ".join([os.environ["XLA_FLAGS"],
+                                      *(f for f in FAST_CODEGEN if f not in os.environ["XLA_FLAGS"].split())])
 # LAPACK calls (CMA-ES's eigh) go through OpenBLAS, whose spinning worker threads fight the test
 # workers for the two cores and made those programs several times slower.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

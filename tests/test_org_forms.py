@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks import org_forms_numpy as reference
-from jaxlab.core import config as config_lib, mesh, receipts, report
+from jaxlab.core import config as config_lib, mesh, provenance, receipts, report
 from jaxlab.swarm.org_forms import experiment, grid, model
 from launch import main as launch
 
@@ -157,7 +157,9 @@ def test_sharded_equals_unsharded(smoke_run, config, table):
 
 
 def _jaxlab(args, devices, **kw):
-  env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", PYTHONUNBUFFERED="1")
+  # Compiled as this process compiles (the same flags), on `devices` devices.
+  flags = " ".join([*provenance.codegen_flags(), f"--xla_force_host_platform_device_count={devices}"])
+  env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1")
   return subprocess.Popen([sys.executable, "-m", "launch.main", *args], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, **kw)
 
