@@ -11,25 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from jaxlab.core import cpu_threads  # imports no JAX
+from jaxlab.core import codegen, cpu_threads  # import no JAX
 
 # Eight devices share two cores: on a loaded machine a collective's threads can take longer than
 # XLA's default wait (it then aborts the process), so the tests wait up to ten minutes.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
                            " --xla_cpu_collective_call_terminate_timeout_seconds=600").strip()
 cpu_threads.ensure()  # a thread for every forced device, so their collectives cannot starve the pool
-# The tests' programs are small, and compiling them was 64% of the suite's work (tests/compile_profile.py).
-# LLVM at -O1 and XLA's loop emitters (instead of its MLIR fusion emitters) compile them in 40% of the
-# time. The code differs from what `jaxlab run` compiles in its last bits, so a run here is another
-# machine kind (`provenance.machine()`): it meets a receipt within seed error, not bitwise. CI runs the
-# float-sensitive tests again as the product compiles; `JAXLAB_TEST_CODEGEN=product` runs all of them so.
-FAST_CODEGEN = ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false")
+# The tests' programs are small, and compiling them was 64% of the suite's work (tests/compile_profile.py):
+# they compile with `codegen.FAST` (LLVM at -O1, XLA's loop emitters) in about 40% of the time. The code
+# differs from what `jaxlab run` compiles in its last bits, so a run here is another machine kind: it
+# meets a receipt within seed error, not bitwise. CI runs the float-sensitive tests again as the product
+# compiles; `JAXLAB_TEST_CODEGEN=product` runs all of them so.
 CODEGEN = os.environ.get("JAXLAB_TEST_CODEGEN", "fast")
 if CODEGEN not in ("fast", "product"):
   raise pytest.UsageError(f"JAXLAB_TEST_CODEGEN={CODEGEN!r}: expected 'fast' (the default) or 'product'")
 if CODEGEN == "fast":
-  os.environ["XLA_FLAGS"] = " ".join([os.environ["XLA_FLAGS"],
-                                      *(f for f in FAST_CODEGEN if f not in os.environ["XLA_FLAGS"].split())])
+  codegen.use_fast()
 # LAPACK calls (CMA-ES's eigh) go through OpenBLAS, whose spinning worker threads fight the test
 # workers for the two cores and made those programs several times slower.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

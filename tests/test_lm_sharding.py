@@ -17,7 +17,7 @@ import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxlab.core import checkpoint, config as config_lib, mesh as mesh_lib, provenance, train as train_lib
+from jaxlab.core import checkpoint, codegen, config as config_lib, mesh as mesh_lib, train as train_lib
 from jaxlab.lm_pretrain import experiment, train as pretrain
 from jaxlab.lm.generate import generate
 from jaxlab.lm.qwen3 import Qwen3, Qwen3Config, forward
@@ -160,7 +160,7 @@ def test_fsdp_across_two_processes_equals_one_process(uninterrupted, tmp_path):
   """`jaxlab run configs/lm_pretrain.py:smoke` as two processes of 4 CPU devices (gloo), with
   every parameter sharded over all 8 devices, so each process holds half of each matrix."""
   workdir, port = tmp_path / "two", _free_port()
-  flags = " ".join([*provenance.codegen_flags(), "--xla_force_host_platform_device_count=4"])  # as this process compiles
+  flags = " ".join([*codegen.flags(), "--xla_force_host_platform_device_count=4"])  # as this process compiles
   env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1")
   args = ["run", SMOKE, "--workdir", str(workdir), *SHORT, "--config.mesh.data=1", "--config.mesh.fsdp=8", "--config.eval.num_questions=4",
           "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]

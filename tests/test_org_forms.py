@@ -8,14 +8,13 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 from benchmarks import org_forms_numpy as reference
-from jaxlab.core import config as config_lib, mesh, provenance, receipts, report
+from jaxlab.core import codegen, config as config_lib, mesh, receipts, report
 from jaxlab.swarm.org_forms import experiment, grid, model
 from launch import main as launch
 
@@ -158,7 +157,7 @@ def test_sharded_equals_unsharded(smoke_run, config, table):
 
 def _jaxlab(args, devices, **kw):
   # Compiled as this process compiles (the same flags), on `devices` devices.
-  flags = " ".join([*provenance.codegen_flags(), f"--xla_force_host_platform_device_count={devices}"])
+  flags = " ".join([*codegen.flags(), f"--xla_force_host_platform_device_count={devices}"])
   env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1")
   return subprocess.Popen([sys.executable, "-m", "launch.main", *args], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, **kw)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from jaxlab import experiments
-from jaxlab.core import agreement, checkpoint, dependencies, provenance, receipts
+from jaxlab.core import agreement, checkpoint, codegen, dependencies, provenance, receipts
 from launch import main as launch
 
 RECEIPT = receipts.folder("hidden_gems", "smoke")
@@ -412,16 +412,20 @@ def test_flags_that_change_xla_code_are_part_of_the_machine_kind(copy, tmp_path,
   shutil.copyfile(RECEIPT / "report.md", copy / "report.md")
   root = tmp_path / "results"
   inert = "--xla_force_host_platform_device_count=8 --xla_cpu_collective_call_terminate_timeout_seconds=600"
-  faster = ["--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=1"]
+  faster = list(codegen.FAST)
   monkeypatch.setenv("XLA_FLAGS", inert)
-  assert provenance.codegen_flags() == [] and "xla_codegen" not in provenance.machine()
+  assert codegen.flags() == [] and "xla_codegen" not in provenance.machine()
   assert launch.main(["receipt", str(copy), "--receipts", str(root)]) == 0
   assert receipts.verify(copy, root).match == "bitwise"
   monkeypatch.setenv("XLA_FLAGS", " ".join([inert, *faster, "--xla_cpu_max_isa=AVX2"]))
-  assert provenance.codegen_flags() == [*faster, "--xla_cpu_max_isa=AVX2"]
+  assert codegen.flags() == [*faster, "--xla_cpu_max_isa=AVX2"]
   assert provenance.machine()["xla_codegen"] == sorted(faster)   # the cap is a field of its own
   result = receipts.verify(copy, root)
   assert result.match == "seed" and "xla_codegen" in result.note and result.ok
+  # A run that recorded its flags is judged by them, not by the flags of the process checking it.
+  monkeypatch.setenv("XLA_FLAGS", " ".join([inert, *faster]))
+  (copy / "provenance.json").write_text(json.dumps({**provenance.provenance(), "xla_codegen": []}))
+  assert receipts.verify(copy, root).match == "bitwise"
 
 
 def test_missing_receipt_is_a_clean_error(copy, tmp_path, capsys):

@@ -2,9 +2,10 @@
 
 `machine()` is the kind: backend, CPU architecture, the CPU's model and the vector extensions
 XLA's CPU backend generates code for (capped by `--xla_cpu_max_isa`), or the accelerator model;
-the XLA flags that change the code it emits; jax and jaxlib versions. `provenance()` adds the commit (and whether tracked code differed from
-it), the numeric libraries' versions, the devices and the command line; `jaxlab run` writes it to
-the workdir (`write`), and receipts compare it (`jaxlab/core/receipts.py`).
+the XLA flags that change the code it emits (`codegen.flags`); jax and jaxlib versions.
+`provenance()` adds the commit (and whether tracked code differed from it), the numeric
+libraries' versions, the devices and the command line; `jaxlab run` writes it to the workdir
+(`write`), and receipts compare it (`jaxlab/core/receipts.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxlab.core import config as config_lib
+from jaxlab.core import codegen, config as config_lib
 from jaxlab.core import report
 
 REPO = config_lib.REPO
@@ -28,17 +29,6 @@ PROVENANCE = "provenance.json"
 _ISA = ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile")
 _ISA_CAPS = {"SSE4_2": 0, "AVX": 1, "AVX2": 3, "AVX512": 8, "AVX512_VNNI": 8, "AVX512_BF16": 8, "AMX": 9}
 VERSIONS = ("jaxlab", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "mujoco", "mujoco-mjx", "evosax", "numpy")
-
-
-# XLA_FLAGS entries that leave the emitted code as it is: how many CPU devices to force (a run's
-# device count is recorded apart), how long a collective may wait, where to dump programs.
-_NOT_CODEGEN = ("--xla_force_host_platform_device_count", "--xla_cpu_collective", "--xla_dump")
-
-
-def codegen_flags() -> list[str]:
-  """The XLA_FLAGS entries that can change the code XLA emits, and so a result's last bits: an
-  instruction-set cap, an optimisation level, other emitters (every flag not known to be inert)."""
-  return [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(_NOT_CODEGEN)]
 
 
 def max_isa() -> str | None:
@@ -108,8 +98,9 @@ def kind_differences(recorded: dict, here: dict, recorded_cpu: str | None = None
   return sorted(k for k in set(recorded) | set(here) if recorded.get(k) != here.get(k))
 
 
-def machine() -> dict:
-  """The machine kind a deterministic run reproduces bitwise on."""
+def machine(code_flags: list[str] | None = None) -> dict:
+  """The machine kind a deterministic run reproduces bitwise on; its XLA flags that change code are
+  `code_flags` (a run's recorded `xla_codegen`), by default this process's."""
   import jax
   import jaxlib
 
@@ -123,9 +114,10 @@ def machine() -> dict:
       kind["xla_cpu_max_isa"] = max_isa()
   else:
     kind["device_kind"] = device.device_kind
-  codegen = sorted({f for f in codegen_flags() if not f.startswith("--xla_cpu_max_isa")})
-  if codegen:   # absent as in the receipts made before it was part of the kind: XLA's default code
-    kind["xla_codegen"] = codegen
+  code_flags = codegen.flags() if code_flags is None else code_flags
+  flags = sorted({f for f in code_flags if not f.startswith("--xla_cpu_max_isa")})
+  if flags:   # absent as in the receipts made before it was part of the kind: XLA's default code
+    kind["xla_codegen"] = flags
   return kind
 
 
@@ -158,7 +150,7 @@ def provenance(argv=None) -> dict:
           "versions": {name: _version(name) for name in VERSIONS},
           "python": platform.python_version(), "device": f"{device.platform}: {device.device_kind}",
           "devices": jax.device_count(), "processes": jax.process_count(), "cpu": cpu_model(),
-          "cpu_isa": cpu_isa(), "xla_cpu_max_isa": max_isa(), "xla_codegen": codegen_flags(),
+          "cpu_isa": cpu_isa(), "xla_cpu_max_isa": max_isa(), "xla_codegen": codegen.flags(),
           "cpu_threads": cpu_threads(),
           "command": " ".join(["jaxlab", *(sys.argv[1:] if argv is None else argv)])}
 
