@@ -1,6 +1,7 @@
 """The jaxlab command.
 
-  jaxlab run CONFIG.py[:variant] --workdir DIR [--config.FIELD=VALUE ...] [--no-compile-cache] [--distributed ...]
+  jaxlab run CONFIG.py[:variant] --workdir DIR [--config.FIELD=VALUE ...] [--no-compile-cache] [--fast-compile]
+             [--distributed ...]
   jaxlab report DIR
   jaxlab eval DIR --data DATA_DIR --out OUT
   jaxlab verify DIR | --all [--quick] [--experiment NAME ...] [--record]
@@ -11,7 +12,9 @@
 DIR/config.json, and hands over to the experiment's `run(config, workdir)`; it prints the wall time
 split into compiling and running, and keeps compiled programs in JAX's persistent cache
 (`~/.cache/jaxlab/xla` or `$JAXLAB_COMPILE_CACHE`; `--no-compile-cache` turns it off), so a second
-run or a resumed one skips compiling. The same command on
+run or a resumed one skips compiling. `--fast-compile` compiles with XLA flags that take less time
+and give other last bits (jaxlab/core/codegen.py: another machine kind, so such a run meets a
+receipt within seed error). The same command on
 a workdir with checkpoints resumes (one holding another run's checkpoints is refused with one
 line); it also writes DIR/provenance.json (commit, package versions, device, the CPU instruction
 set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
@@ -55,6 +58,8 @@ def _parser():
   run.add_argument("--no-compile-cache", action="store_true",
                    help="compile every program afresh (default: JAX's persistent cache under ~/.cache/jaxlab/xla, "
                         "or $JAXLAB_COMPILE_CACHE)")
+  run.add_argument("--fast-compile", action="store_true",
+                   help="LLVM at -O1 and XLA's loop emitters: compiles in less time, results differ in their last bits")
   report = sub.add_parser("report", help="rebuild the report of a finished run")
   report.add_argument("workdir")
   evaluate = sub.add_parser("eval", help="score a finished run on another data folder")
@@ -276,6 +281,13 @@ def main(argv=None) -> int:
       return _error(str(e))
     print(f"receipt: {where}")
     return 0
+  if args.fast_compile:   # before JAX starts its backend, which reads XLA_FLAGS once
+    from jaxlab.core import codegen
+
+    try:
+      codegen.use_fast()
+    except codegen.Started as e:
+      return _error(f"--fast-compile: {e}")
   distributed = (args.coordinator, args.num_processes, args.process_id) if args.distributed else None
   return _run(args.config, extra, Path(args.workdir), distributed, argv=sys.argv[1:] if argv is None else argv,
               compile_cache=not args.no_compile_cache)
