@@ -28,6 +28,8 @@ from typing import Callable
 import jax
 from jax.experimental.compilation_cache import compilation_cache
 
+from jaxlab.core import cpu_threads
+
 MIN_COMPILE_S = 0.1
 EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
           "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
@@ -47,9 +49,8 @@ def host_key() -> str:
   depends on its thread pool, which JAX's cache key does not hold, and a program's last bits on
   the code: one machine's runs with 8 forced devices (more threads) must not hand their programs
   to its one-device runs."""
-  threads = os.environ.get("NPROC") or str(len(os.sched_getaffinity(0)))
   flags = os.environ.get("XLA_FLAGS", "")
-  return f"threads{threads}-" + hashlib.sha256(flags.encode()).hexdigest()[:12]
+  return f"threads{cpu_threads.pool_size()}-" + hashlib.sha256(flags.encode()).hexdigest()[:12]
 
 
 def enable(path: Path | None = None, min_compile_s: float = MIN_COMPILE_S) -> Path:

@@ -17,6 +17,12 @@ import os
 THREADS_PER_DEVICE = 8
 
 
+def pool_size() -> int:
+  """The size of XLA's CPU thread pool in this process: NPROC, or the cores it may run on (a
+  trained model's last bits can depend on it, through how a large reduction is split over threads)."""
+  return int(os.environ.get("NPROC") or len(os.sched_getaffinity(0)))
+
+
 def forced_devices(xla_flags: str) -> int:
   """The device count `--xla_force_host_platform_device_count` asks for (the last copy wins), or 1."""
   count = 1

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxlab.core import codegen, config as config_lib
+from jaxlab.core import codegen, config as config_lib, cpu_threads
 from jaxlab.core import report
 
 REPO = config_lib.REPO
@@ -78,12 +78,6 @@ def cpu_kind() -> str | None:
   fields = _cpuinfo()
   parts = [fields.get("vendor_id"), fields.get("cpu family"), fields.get("model")]
   return None if None in parts else f"{parts[0]} family {parts[1]} model {parts[2]}"
-
-
-def cpu_threads() -> int:
-  """The size of XLA's CPU thread pool: NPROC, or the core count (a trained model's last bits can
-  depend on it, through how a large reduction is split over the threads)."""
-  return int(os.environ.get("NPROC") or os.cpu_count() or 1)
 
 
 HARDWARE = ("backend", "arch", "cpu_kind", "cpu_features", "xla_cpu_max_isa", "xla_codegen", "device_kind")
@@ -151,7 +145,7 @@ def provenance(argv=None) -> dict:
           "python": platform.python_version(), "device": f"{device.platform}: {device.device_kind}",
           "devices": jax.device_count(), "processes": jax.process_count(), "cpu": cpu_model(),
           "cpu_isa": cpu_isa(), "xla_cpu_max_isa": max_isa(), "xla_codegen": codegen.flags(),
-          "cpu_threads": cpu_threads(),
+          "cpu_threads": cpu_threads.pool_size(),
           "command": " ".join(["jaxlab", *(sys.argv[1:] if argv is None else argv)])}
 
 
