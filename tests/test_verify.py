@@ -450,11 +450,11 @@ def test_trained_smoke_runs_match_their_receipts_from_any_directory(tmp_path):
   (a config's relative paths, the shipped base model and encoder, name places in it). Their
   training is not bitwise across device counts, so not in this process of 8 forced devices; the
   other experiments' smoke runs are checked against their receipts in their own tests."""
-  # As a user runs it: XLA's default code on this CPU (capped where this process is capped; the suite
-  # compiles faster code of its own), its CPU thread pool sized by the cores (this process sizes it for
-  # 8 forced devices, NPROC; a trained model's last bits depend on the pool's size).
-  cap = provenance.max_isa()
-  flags = f"--xla_cpu_max_isa={cap}" if cap else ""
+  # Compiled as this process compiles (so as the product does in CI's float-sensitive pass, where a
+  # receipt of this machine kind is checked bitwise), its CPU thread pool sized by the cores as a
+  # user's is (this process sizes it for 8 forced devices, NPROC; a trained model's last bits depend
+  # on the pool's size).
+  flags = " ".join(codegen.flags())
   env = {k: v for k, v in os.environ.items() if k != "NPROC"}
   env.update(XLA_FLAGS=flags, PYTHONPATH=str(receipts.REPO))
   out = subprocess.run([sys.executable, "-m", "launch.main", "verify", "--all", "--quick", "--experiment", "latent_pager",
