@@ -92,9 +92,9 @@ def kind_differences(recorded: dict, here: dict, recorded_cpu: str | None = None
   return sorted(k for k in set(recorded) | set(here) if recorded.get(k) != here.get(k))
 
 
-def machine(code_flags: list[str] | None = None) -> dict:
-  """The machine kind a deterministic run reproduces bitwise on; its XLA flags that change code are
-  `code_flags` (a run's recorded `xla_codegen`), by default this process's."""
+def machine(made: dict | None = None) -> dict:
+  """The machine kind a deterministic run reproduces bitwise on: this machine's, with the XLA flags
+  that change code that the run's provenance `made` recorded (this process's where it recorded none)."""
   import jax
   import jaxlib
 
@@ -108,6 +108,7 @@ def machine(code_flags: list[str] | None = None) -> dict:
       kind["xla_cpu_max_isa"] = max_isa()
   else:
     kind["device_kind"] = device.device_kind
+  code_flags = (made or {}).get("xla_codegen")
   code_flags = codegen.flags() if code_flags is None else code_flags
   flags = sorted({f for f in code_flags if not f.startswith("--xla_cpu_max_isa")})
   if flags:   # absent as in the receipts made before it was part of the kind: XLA's default code

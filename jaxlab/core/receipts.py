@@ -70,8 +70,8 @@ def save(workdir, root: Path = RESULTS, match: str = "bitwise") -> Path:
     (out / VERIFIED).unlink()
   command = f"jaxlab run configs/{config['experiment']}.py:{config['variant']} --workdir WORKDIR"
   made = provenance_lib.read(workdir) or provenance_lib.provenance()
-  kind = provenance_lib.machine(made.get("xla_codegen"))
-  report.write_json(out / "receipt.json", {"command": command, "machine": kind, "match": match, "provenance": made})
+  report.write_json(out / "receipt.json", {"command": command, "machine": provenance_lib.machine(made), "match": match,
+                                           "provenance": made})
   return out
 
 
@@ -177,8 +177,8 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
     raise FileNotFoundError(f"no receipt for {config['experiment']}:{config['variant']} at {where} "
                             "(write one with `jaxlab receipt WORKDIR` after the documented run)")
   meta = _read(where / "receipt.json") if (where / "receipt.json").is_file() else {}
-  run_made = provenance_lib.read(workdir) or {}
-  here = provenance_lib.machine(run_made.get("xla_codegen"))   # the flags the run compiled with, where recorded
+  run_made = provenance_lib.read(workdir)
+  here = provenance_lib.machine(run_made)   # with the flags the run compiled with, where it recorded them
   made_on = (meta.get("provenance") or {}).get("cpu")
   recorded = meta.get("machine") or {}
   # A receipt that records no machine is bitwise on no kind, and its timing is judged as if made here.
@@ -192,7 +192,7 @@ def verify(workdir, root: Path = RESULTS, match: str | None = None) -> Verificat
     match, note = "seed", f"the receipt is bitwise on another machine kind (differs in {', '.join(differ)})"
   else:
     match, note = "seed", "the receipt asks for seed error" if meta else "the receipt records no machine"
-  verification = Verification(workdir, where, match, note, [], (meta.get("provenance"), provenance_lib.read(workdir)))
+  verification = Verification(workdir, where, match, note, [], (meta.get("provenance"), run_made))
   checks = verification.checks
   receipt_config = _read(where / "config.json") if (where / "config.json").is_file() else None
   if receipt_config is not None:
@@ -269,8 +269,8 @@ def record(result: Verification, root: Path = RESULTS) -> tuple[Path | None, str
   count = lambda v: sum(c.ok is v for c in result.checks)
   report.write_json(where / VERIFIED, {
       "commit": run["commit"], "date": datetime.date.today().isoformat(), "match": result.match,
-      "why": result.note, "machine": provenance_lib.machine(run.get("xla_codegen")), "agree": count(True),
-      "unchecked": count(None), "command": run.get("command")})
+      "why": result.note, "machine": provenance_lib.machine(run), "agree": count(True), "unchecked": count(None),
+      "command": run.get("command")})
   return where / VERIFIED, "recorded"
 
 
