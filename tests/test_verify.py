@@ -78,6 +78,16 @@ def test_a_last_bit_change_fails_bitwise_but_not_within_seed_error(copy):
   assert receipts.verify(copy, match="seed").ok
 
 
+def test_an_entry_the_receipt_lacks_or_the_run_lacks_fails_bitwise_and_says_which(copy):
+  """A summary entry the code reports since the receipt was made is not vouched for by it: the
+  receipt has to be made again."""
+  rest = next(k for k, v in json.loads((RECEIPT / "summary.json").read_text()).items()
+              if k not in ("figures", "claims") and not isinstance(v, (dict, list)))
+  _edit(copy / "summary.json", lambda s: (s.update(reported_since=1.0), s.pop(rest)))
+  why = {c.name: c.why for c in receipts.verify(copy, match="bitwise").failures}
+  assert why == {"reported_since": "only in the run", rest: "only in the receipt"}
+
+
 def test_a_run_with_another_config_is_not_the_receipts_run(copy, capsys):
   _edit(copy / "config.json", lambda c: c.update(seeds=4))
   assert launch.main(["verify", str(copy)]) == 1

@@ -386,7 +386,9 @@ def compare_rest(receipt: dict, run: dict) -> list[Check]:
   """Bitwise: every other entry of the summary (comparison rows, learned parameters, ...)."""
   strip = lambda s: {k: v for k, v in s.items() if k not in ("figures", "claims")}
   a, b = _flat(strip(receipt)), _flat(strip(run))
-  checks = [Check("summary", path, a.get(path), b.get(path), a.get(path) == b.get(path),
-                  "" if a.get(path) == b.get(path) else "not bitwise equal")
-            for path in sorted(set(a) | set(b))]
-  return checks
+  def why(path):
+    if a.get(path) == b.get(path):
+      return ""
+    return "not bitwise equal" if path in a and path in b else "only in the " + ("run" if path not in a else "receipt")
+  return [Check("summary", path, a.get(path), b.get(path), a.get(path) == b.get(path), why(path))
+          for path in sorted(set(a) | set(b))]
