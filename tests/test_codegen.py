@@ -22,6 +22,12 @@ def test_fast_flags_are_added_once_beside_the_ones_given():
   assert empty["XLA_FLAGS"].split() == list(codegen.FAST)
 
 
+def test_a_child_process_gets_these_code_flags_and_its_own_device_count(monkeypatch):
+  monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=AVX2")
+  assert codegen.for_process(2).split() == ["--xla_cpu_max_isa=AVX2", "--xla_force_host_platform_device_count=2"]
+  assert codegen.for_process() == "--xla_cpu_max_isa=AVX2"
+
+
 def test_a_fast_compiled_run_records_its_flags_and_meets_its_receipt_within_seed_error(tmp_path):
   """A fresh process with XLA's default code, as a user starts it: the run's provenance names the
   flags, and `verify` matches it in seed mode (its last bits are not the receipt's code's)."""

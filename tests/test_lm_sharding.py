@@ -160,8 +160,7 @@ def test_fsdp_across_two_processes_equals_one_process(uninterrupted, tmp_path):
   """`jaxlab run configs/lm_pretrain.py:smoke` as two processes of 4 CPU devices (gloo), with
   every parameter sharded over all 8 devices, so each process holds half of each matrix."""
   workdir, port = tmp_path / "two", _free_port()
-  flags = " ".join([*codegen.flags(), "--xla_force_host_platform_device_count=4"])  # as this process compiles
-  env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1")
+  env = dict(os.environ, XLA_FLAGS=codegen.for_process(4), PYTHONUNBUFFERED="1")  # compiled as this process compiles
   args = ["run", SMOKE, "--workdir", str(workdir), *SHORT, "--config.mesh.data=1", "--config.mesh.fsdp=8", "--config.eval.num_questions=4",
           "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
   procs = [subprocess.Popen([sys.executable, "-m", "launch.main", *args, "--process-id", str(i)], env=env,

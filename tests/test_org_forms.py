@@ -157,8 +157,7 @@ def test_sharded_equals_unsharded(smoke_run, config, table):
 
 def _jaxlab(args, devices, **kw):
   # Compiled as this process compiles (the same flags), on `devices` devices.
-  flags = " ".join([*codegen.flags(), f"--xla_force_host_platform_device_count={devices}"])
-  env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1")
+  env = dict(os.environ, XLA_FLAGS=codegen.for_process(devices), PYTHONUNBUFFERED="1")
   return subprocess.Popen([sys.executable, "-m", "launch.main", *args], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, **kw)
 

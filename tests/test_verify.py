@@ -465,9 +465,8 @@ def test_trained_smoke_runs_match_their_receipts_from_any_directory(tmp_path):
   # receipt of this machine kind is checked bitwise), its CPU thread pool sized by the cores as a
   # user's is (this process sizes it for 8 forced devices, NPROC; a trained model's last bits depend
   # on the pool's size).
-  flags = " ".join(codegen.flags())
   env = {k: v for k, v in os.environ.items() if k != "NPROC"}
-  env.update(XLA_FLAGS=flags, PYTHONPATH=str(receipts.REPO))
+  env.update(XLA_FLAGS=codegen.for_process(), PYTHONPATH=str(receipts.REPO))
   out = subprocess.run([sys.executable, "-m", "launch.main", "verify", "--all", "--quick", "--experiment", "latent_pager",
                         "--experiment", "developmental", "--workroot", "runs"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=1200)

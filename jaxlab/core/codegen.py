@@ -25,6 +25,13 @@ def flags(env=None) -> list[str]:
   return [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(_INERT)]
 
 
+def for_process(devices: int | None = None) -> str:
+  """XLA_FLAGS for a process that should compile as this one does (its code flags), on `devices`
+  forced CPU devices (None: as many as XLA finds)."""
+  count = [] if devices is None else [f"--xla_force_host_platform_device_count={devices}"]
+  return " ".join([*flags(), *count])
+
+
 class Started(RuntimeError):
   """JAX's backend has started in this process, so XLA_FLAGS set now would not be read."""
 
