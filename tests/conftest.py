@@ -48,10 +48,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `benchmarks` holds the NumPy references the tests compare against
 os.chdir(ROOT)  # config paths in tests and docs are relative to the repository root
 
-# The files that take longest (minutes each, mostly compilation) start first, so that with
-# `-n 2 --dist loadfile` the two workers finish together instead of one waiting on the last long file.
-LONGEST_FIRST = ("test_paging_frontier.py", "test_developmental_mjx.py", "test_latent_pager.py", "test_lm_sharding.py",
-                 "test_benchmarks.py", "test_verify.py", "test_physics.py", "test_evolution.py", "test_org_forms.py")
+# The files that take longest (most of a minute or more each, mostly compilation; measured with
+# tests/compile_profile.py) start first, so that with `-n 2 --dist loadfile` the two workers finish
+# together instead of one waiting on the last long file. pytest-xdist would sort the files by their
+# number of tests instead (a one-test file of 80 s last); `pytest_configure` turns that off.
+LONGEST_FIRST = ("test_paging_frontier.py", "test_lm_sharding.py", "test_latent_pager.py", "test_developmental_mjx.py",
+                 "test_verify.py", "test_benchmarks.py", "test_developmental.py", "test_physics.py", "test_org_forms.py",
+                 "test_paging_arms.py", "test_paging_references.py", "test_paging_tree.py", "test_lm_pretrain.py",
+                 "test_harness_vs_brain.py", "test_lm.py", "test_evolution.py")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -77,6 +81,8 @@ CRASH_LINES = 30
 
 @pytest.hookimpl(trylast=True)  # after pytest's faulthandler plugin has pointed the handler at stderr
 def pytest_configure(config):
+  if hasattr(config.option, "loadscopereorder"):
+    config.option.loadscopereorder = False   # keep LONGEST_FIRST's order of files
   worker = os.environ.get("PYTEST_XDIST_WORKER")
   if worker is None:
     os.environ[CRASH_DIR] = tempfile.mkdtemp(prefix="jaxlab-test-crashes-")
