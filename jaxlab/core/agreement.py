@@ -160,12 +160,17 @@ def _memory_within(a, b) -> tuple[bool, str]:
                                                       f" (more than {MEMORY_TOLERANCE:.0%})")
 
 
+def _only_in(in_receipt: bool) -> str:
+  """Why an entry that one side lacks fails: the side that has it."""
+  return "only in the receipt" if in_receipt else "only in the run"
+
+
 def compare_figures(receipt: dict, run: dict, match: str) -> list[Check]:
   checks = []
   for name in sorted(set(receipt) | set(run)):
     a, b = receipt.get(name), run.get(name)
     if a is None or b is None:
-      checks.append(Check("figure", name, a, b, False, "only in the " + ("run" if a is None else "receipt")))
+      checks.append(Check("figure", name, a, b, False, _only_in(a is not None)))
     elif MEMORY_FIGURE in name:
       checks.append(Check("memory", name, a, b, *_memory_within(a, b)))
     elif match == "bitwise":
@@ -246,8 +251,7 @@ def _outcomes(summary: dict) -> dict:
 def compare_outcomes(receipt: dict, run: dict) -> list[Check]:
   a, b = _outcomes(receipt), _outcomes(run)
   return [Check("outcome", k, a.get(k), b.get(k), a.get(k) == b.get(k),
-                "" if a.get(k) == b.get(k) else ("the outcome changed" if k in a and k in b else
-                                                 "only in the " + ("run" if k not in a else "receipt")))
+                "" if a.get(k) == b.get(k) else ("the outcome changed" if k in a and k in b else _only_in(k in a)))
           for k in sorted(set(a) | set(b))]
 
 
@@ -389,6 +393,6 @@ def compare_rest(receipt: dict, run: dict) -> list[Check]:
   def why(path):
     if a.get(path) == b.get(path):
       return ""
-    return "not bitwise equal" if path in a and path in b else "only in the " + ("run" if path not in a else "receipt")
+    return "not bitwise equal" if path in a and path in b else _only_in(path in a)
   return [Check("summary", path, a.get(path), b.get(path), a.get(path) == b.get(path), why(path))
           for path in sorted(set(a) | set(b))]
