@@ -408,6 +408,23 @@ def pretrain_long_16x():
   return c
 
 
+def pretrain_mean_16x():
+  """`pretrain_16x` with mean-pooled pages (`mean`: 6 windows of each 96-token chunk averaged, one
+  linear map), the same base model, documents, objectives, steps and schedule: the encoder that ships
+  in models/latent_pager_mean_16x."""
+  c = pretrain_16x()
+  c.pager.encoder = "mean"
+  return c
+
+
+def pretrain_slots_16x():
+  """`pretrain_16x` with the `slots` encoder (6 learned slots per chunk, no pointer), the same budget:
+  the encoder that ships in models/latent_pager_slots_16x."""
+  c = pretrain_16x()
+  c.pager.encoder = "slots"
+  return c
+
+
 def cpu_16x():
   """`cpu_last` reading 6 pages per chunk from that encoder (every other setting as `cpu_last`'s,
   none re-chosen), against the same text buffer; declared before its first run: the bar is
@@ -648,6 +665,25 @@ def long_16x_long():
   return c
 
 
+def long_16x_mean():
+  """`long_16x` reading mean-pooled pages at 16x (the encoder of `pretrain_mean_16x`, pretrained on
+  `cpu`'s documents on the same base model as the pointer's), the one change; every other setting
+  `long_16x`'s, none re-chosen. Declared before its first run, with `long_16x`'s bar: on `long`'s
+  test world (a design of its own, scored once there), `paged` and `hybrid` against the chosen text
+  buffer and the expanded reader, by F1 before abstaining, non-inferiority at 0.02."""
+  c = long_16x()
+  c.pager.update(dict(encoder="mean", init="models/latent_pager_mean_16x"))
+  return c
+
+
+def long_16x_slots():
+  """`long_16x` reading `slots` pages at 16x (the encoder of `pretrain_slots_16x`), the one change;
+  declared before its first run with `long_16x_mean`, the same bar and test world."""
+  c = long_16x()
+  c.pager.update(dict(encoder="slots", init="models/latent_pager_slots_16x"))
+  return c
+
+
 def long_smoke():
   """`long`'s references and expanded reader at the smoke size (the tests' run)."""
   c = smoke()
@@ -674,5 +710,7 @@ def get_config(arg=""):
                       "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot,
                       "seeds": seeds, "smoke": smoke, "long": long, "long_tree": long_tree,
                       "long_composed": long_composed, "long_16x": long_16x, "long_32x": long_32x,
-                      "pretrain_long_16x": pretrain_long_16x, "long_16x_long": long_16x_long, "long_smoke": long_smoke,
+                      "pretrain_long_16x": pretrain_long_16x, "long_16x_long": long_16x_long,
+                      "pretrain_mean_16x": pretrain_mean_16x, "pretrain_slots_16x": pretrain_slots_16x,
+                      "long_16x_mean": long_16x_mean, "long_16x_slots": long_16x_slots, "long_smoke": long_smoke,
                       "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
