@@ -386,13 +386,36 @@ def compare_report(receipt_text: str, run_text: str, bitwise: bool, timed: bool,
   return checks
 
 
+def _rest(summary: dict) -> dict:
+  """A summary without its figures and claims (compared by their own rules)."""
+  return {k: v for k, v in summary.items() if k not in ("figures", "claims")}
+
+
 def compare_rest(receipt: dict, run: dict) -> list[Check]:
   """Bitwise: every other entry of the summary (comparison rows, learned parameters, ...)."""
-  strip = lambda s: {k: v for k, v in s.items() if k not in ("figures", "claims")}
-  a, b = _flat(strip(receipt)), _flat(strip(run))
+  a, b = _flat(_rest(receipt)), _flat(_rest(run))
   def why(path):
     if a.get(path) == b.get(path):
       return ""
     return "not bitwise equal" if path in a and path in b else _only_in(path in a)
   return [Check("summary", path, a.get(path), b.get(path), a.get(path) == b.get(path), why(path))
           for path in sorted(set(a) | set(b))]
+
+
+def _entries(tree, prefix="") -> set:
+  """The dotted paths of a summary's entries, a list counted as one (its length may follow the
+  results, which another machine kind moves)."""
+  if not isinstance(tree, dict) or not tree:
+    return {prefix[:-1]}
+  return set().union(*(_entries(v, f"{prefix}{k}.") for k, v in tree.items()))
+
+
+def compare_entries(receipt: dict, run: dict) -> list[Check]:
+  """Within seed error, where values may move: whether the summary reports the same entries. An
+  entry only in the run comes from code that reports more than the receipt's did, so the receipt
+  cannot vouch for it (and on its own machine kind it fails bitwise): made again, it would."""
+  a, b = _entries(_rest(receipt)), _entries(_rest(run))
+  mark = lambda path, side: "present" if path in side else None
+  return [Check("summary", path, mark(path, a), mark(path, b), False, _only_in(path in a))
+          for path in sorted(a ^ b)] or [Check("summary", "entries", len(a), len(b), True)]
+
