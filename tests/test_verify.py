@@ -129,12 +129,14 @@ def test_a_changed_outcome_or_a_headline_outside_its_interval_fails_in_every_mod
   shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   for where in (root / "hidden_gems" / "smoke", copy):
     _edit(where / "summary.json", lambda s: s.update(
-        bar={"f1": True}, targets=[{"target": "probes", "met": True}],
+        bar={"f1": True}, targets=[{"target": "probes", "met": True, "ours": "0.61 [0.58, 0.64]"}],
         headline={"f1": {"mean": 0.40, "ci": [0.35, 0.45], "n": 400}, "encoder": "pointer"}))
   assert receipts.verify(copy, root, match).ok
   outcomes = lambda: [c.name for c in receipts.verify(copy, root, match).failures if c.kind == "outcome"]
-  _edit(copy / "summary.json", lambda s: s["targets"][0].update(met=False))
+  _edit(copy / "summary.json", lambda s: s["targets"][0].update(met=False, ours="0.59 [0.56, 0.62]"))
   assert outcomes() == ["target: probes"]
+  why = next(c.why for c in receipts.verify(copy, root, match).failures if c.kind == "outcome")
+  assert why == "the outcome changed: the receipt's figure 0.61 [0.58, 0.64], the run's 0.59 [0.56, 0.62]"
   _edit(copy / "summary.json", lambda s: (s["targets"][0].update(met=True), s["bar"].update(f1=False)))
   assert outcomes() == ["bar.f1"]
   _edit(copy / "summary.json", lambda s: (s["bar"].update(f1=True), s["headline"]["f1"].update(mean=0.46)))

@@ -248,11 +248,23 @@ def _outcomes(summary: dict) -> dict:
   return out
 
 
+def _target_figures(summary: dict) -> dict:
+  """{name: what a target's figure read ("ours", its interval as text)}, as `_outcomes` names them."""
+  return {f"target: {t.get('target')}": t.get("ours") for t in summary.get("targets") or []}
+
+
 def compare_outcomes(receipt: dict, run: dict) -> list[Check]:
   a, b = _outcomes(receipt), _outcomes(run)
-  return [Check("outcome", k, a.get(k), b.get(k), a.get(k) == b.get(k),
-                "" if a.get(k) == b.get(k) else ("the outcome changed" if k in a and k in b else _only_in(k in a)))
-          for k in sorted(set(a) | set(b))]
+  ours_a, ours_b = _target_figures(receipt), _target_figures(run)
+  def why(k):
+    if a.get(k) == b.get(k):
+      return ""
+    if k not in a or k not in b:
+      return _only_in(k in a)
+    if ours_a.get(k) and ours_b.get(k):   # where each figure lies against the target's line
+      return f"the outcome changed: the receipt's figure {ours_a[k]}, the run's {ours_b[k]}"
+    return "the outcome changed"
+  return [Check("outcome", k, a.get(k), b.get(k), a.get(k) == b.get(k), why(k)) for k in sorted(set(a) | set(b))]
 
 
 def _point(entry: dict):
