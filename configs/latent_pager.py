@@ -435,6 +435,24 @@ def cpu_16x():
   return c
 
 
+def cpu_16x_mean():
+  """`cpu_16x` reading mean-pooled pages at 16x (the encoder of `pretrain_mean_16x`), the one change;
+  declared before its first run, `cpu`'s bar, on a test world (2035) no earlier design has read."""
+  c = cpu_16x()
+  c.pager.update(dict(encoder="mean", init="models/latent_pager_mean_16x"))
+  c.data.test_seed = 2035
+  return c
+
+
+def cpu_16x_slots():
+  """`cpu_16x` reading `slots` pages at 16x (the encoder of `pretrain_slots_16x`), the one change;
+  declared with `cpu_16x_mean`, `cpu`'s bar, on a test world (2036) no earlier design has read."""
+  c = cpu_16x()
+  c.pager.update(dict(encoder="slots", init="models/latent_pager_slots_16x"))
+  c.data.test_seed = 2036
+  return c
+
+
 def pretrain_32x():
   """`pretrain_16x` at 3 pages per chunk (32x): the encoder that ships in
   models/latent_pager_pointer_32x."""
@@ -712,5 +730,6 @@ def get_config(arg=""):
                       "long_composed": long_composed, "long_16x": long_16x, "long_32x": long_32x,
                       "pretrain_long_16x": pretrain_long_16x, "long_16x_long": long_16x_long,
                       "pretrain_mean_16x": pretrain_mean_16x, "pretrain_slots_16x": pretrain_slots_16x,
+                      "cpu_16x_mean": cpu_16x_mean, "cpu_16x_slots": cpu_16x_slots,
                       "long_16x_mean": long_16x_mean, "long_16x_slots": long_16x_slots, "long_smoke": long_smoke,
                       "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
