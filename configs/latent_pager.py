@@ -437,19 +437,19 @@ def cpu_16x():
 
 def cpu_16x_mean():
   """`cpu_16x` reading mean-pooled pages at 16x (the encoder of `pretrain_mean_16x`), the one change;
-  declared before its first run, `cpu`'s bar, on a test world (2035) no earlier design has read."""
+  declared before its first run, `cpu`'s bar, on a test world (2037) no earlier design has read."""
   c = cpu_16x()
   c.pager.update(dict(encoder="mean", init="models/latent_pager_mean_16x"))
-  c.data.test_seed = 2035
+  c.data.test_seed = 2037
   return c
 
 
 def cpu_16x_slots():
   """`cpu_16x` reading `slots` pages at 16x (the encoder of `pretrain_slots_16x`), the one change;
-  declared with `cpu_16x_mean`, `cpu`'s bar, on a test world (2036) no earlier design has read."""
+  declared with `cpu_16x_mean`, `cpu`'s bar, on a test world (2038) no earlier design has read."""
   c = cpu_16x()
   c.pager.update(dict(encoder="slots", init="models/latent_pager_slots_16x"))
-  c.data.test_seed = 2036
+  c.data.test_seed = 2038
   return c
 
 
