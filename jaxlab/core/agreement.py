@@ -430,4 +430,3 @@ def compare_entries(receipt: dict, run: dict) -> list[Check]:
   mark = lambda path, side: "present" if path in side else None
   return [Check("summary", path, mark(path, a), mark(path, b), False, _only_in(path in a))
           for path in sorted(a ^ b)] or [Check("summary", "entries", len(a), len(b), True)]
-
