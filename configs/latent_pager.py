@@ -435,22 +435,23 @@ def cpu_16x():
   return c
 
 
+def _encoder(c, encoder: str, init: str, test_seed: int):
+  """`c` reading the pages of another pretrained encoder (its kind and folder), on test world `test_seed`."""
+  c.pager.update(dict(encoder=encoder, init=init))
+  c.data.test_seed = test_seed
+  return c
+
+
 def cpu_16x_mean():
   """`cpu_16x` reading mean-pooled pages at 16x (the encoder of `pretrain_mean_16x`), the one change;
   declared before its first run, `cpu`'s bar, on a test world (2037) no earlier design has read."""
-  c = cpu_16x()
-  c.pager.update(dict(encoder="mean", init="models/latent_pager_mean_16x"))
-  c.data.test_seed = 2037
-  return c
+  return _encoder(cpu_16x(), "mean", "models/latent_pager_mean_16x", 2037)
 
 
 def cpu_16x_slots():
   """`cpu_16x` reading `slots` pages at 16x (the encoder of `pretrain_slots_16x`), the one change;
   declared with `cpu_16x_mean`, `cpu`'s bar, on a test world (2038) no earlier design has read."""
-  c = cpu_16x()
-  c.pager.update(dict(encoder="slots", init="models/latent_pager_slots_16x"))
-  c.data.test_seed = 2038
-  return c
+  return _encoder(cpu_16x(), "slots", "models/latent_pager_slots_16x", 2038)
 
 
 def pretrain_32x():
@@ -489,19 +490,13 @@ def pretrain_mean_32x():
 def cpu_32x_slots():
   """`cpu_32x` reading `slots` pages at 32x (the encoder of `pretrain_slots_32x`), the one change;
   declared before its first run, `cpu`'s bar, on a test world (2039) no earlier design has read."""
-  c = cpu_32x()
-  c.pager.update(dict(encoder="slots", init="models/latent_pager_slots_32x"))
-  c.data.test_seed = 2039
-  return c
+  return _encoder(cpu_32x(), "slots", "models/latent_pager_slots_32x", 2039)
 
 
 def cpu_32x_mean():
   """`cpu_32x` reading mean-pooled pages at 32x (the encoder of `pretrain_mean_32x`), the one change;
   declared with `cpu_32x_slots`, `cpu`'s bar, on a test world (2040) no earlier design has read."""
-  c = cpu_32x()
-  c.pager.update(dict(encoder="mean", init="models/latent_pager_mean_32x"))
-  c.data.test_seed = 2040
-  return c
+  return _encoder(cpu_32x(), "mean", "models/latent_pager_mean_32x", 2040)
 
 
 def frontier():
