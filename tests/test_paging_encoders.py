@@ -76,7 +76,8 @@ SHIPPED = {"cpu": "latent_pager_pointer", "cpu_slots": "latent_pager_slots", "cp
            "cpu_32x": "latent_pager_pointer_32x", "long_16x_long": "latent_pager_pointer_16x_long",
            "cpu_mean_pretrained": "latent_pager_mean", "long_16x_mean": "latent_pager_mean_16x",
            "cpu_16x_mean": "latent_pager_mean_16x", "long_16x_slots": "latent_pager_slots_16x",
-           "cpu_16x_slots": "latent_pager_slots_16x", "long_16x_slots_fresh": "latent_pager_slots_16x"}
+           "cpu_16x_slots": "latent_pager_slots_16x", "long_16x_slots_fresh": "latent_pager_slots_16x",
+           "cpu_32x_slots": "latent_pager_slots_32x"}
 
 
 @pytest.mark.parametrize("variant", sorted(SHIPPED))
