@@ -746,6 +746,16 @@ def long_16x_slots_fresh():
   return c
 
 
+def long_16x_mean_fresh():
+  """`long_16x_mean` on `long_16x_slots_fresh`'s test world (3033, 600 documents), every setting else
+  the same: the other hybrid ahead of the text buffer at 80% coverage on world 3032, scored once
+  where no choice has looked, declared after the `slots` hybrid's result there and before its own
+  run, with the same findings to test and the same bar."""
+  c = long_16x_mean()
+  c.data.update(dict(test_seed=3033, num_test=600))
+  return c
+
+
 def long_smoke():
   """`long`'s references and expanded reader at the smoke size (the tests' run)."""
   c = smoke()
@@ -776,7 +786,8 @@ def get_config(arg=""):
                       "pretrain_mean_16x": pretrain_mean_16x, "pretrain_slots_16x": pretrain_slots_16x,
                       "cpu_16x_mean": cpu_16x_mean, "cpu_16x_slots": cpu_16x_slots,
                       "long_16x_mean": long_16x_mean, "long_16x_slots": long_16x_slots,
-                      "long_16x_slots_fresh": long_16x_slots_fresh, "pretrain_slots_32x": pretrain_slots_32x,
+                      "long_16x_slots_fresh": long_16x_slots_fresh,
+                      "long_16x_mean_fresh": long_16x_mean_fresh, "pretrain_slots_32x": pretrain_slots_32x,
                       "pretrain_mean_32x": pretrain_mean_32x, "cpu_32x_slots": cpu_32x_slots,
                       "cpu_32x_mean": cpu_32x_mean, "long_smoke": long_smoke,
                       "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})

@@ -77,6 +77,7 @@ SHIPPED = {"cpu": "latent_pager_pointer", "cpu_slots": "latent_pager_slots", "cp
            "cpu_mean_pretrained": "latent_pager_mean", "long_16x_mean": "latent_pager_mean_16x",
            "cpu_16x_mean": "latent_pager_mean_16x", "long_16x_slots": "latent_pager_slots_16x",
            "cpu_16x_slots": "latent_pager_slots_16x", "long_16x_slots_fresh": "latent_pager_slots_16x",
+           "long_16x_mean_fresh": "latent_pager_mean_16x",
            "cpu_32x_slots": "latent_pager_slots_32x", "cpu_32x_mean": "latent_pager_mean_32x"}
 
 
