@@ -417,6 +417,14 @@ def pretrain_long_16x_slots():
   return c
 
 
+def pretrain_long_16x_mean():
+  """`pretrain_long_16x_slots` for mean-pooled pages: models/latent_pager_mean_16x continued the
+  same way: the encoder that ships in models/latent_pager_mean_16x_long."""
+  c = pretrain_long_16x()
+  c.pager.update(dict(encoder="mean", init="models/latent_pager_mean_16x"))
+  return c
+
+
 def pretrain_mean_16x():
   """`pretrain_16x` with mean-pooled pages (`mean`: 6 windows of each 96-token chunk averaged, one
   linear map), the same base model, documents, objectives, steps and schedule: the encoder that ships
@@ -779,6 +787,15 @@ def long_16x_slots_long():
   return c
 
 
+def long_16x_mean_long():
+  """`long_16x_mean_fresh` reading the mean-pooled encoder continued on long documents
+  (`pretrain_long_16x_mean`), the one change, declared with `long_16x_slots_long` before either
+  runs, with its findings to test and bar; beside, its hybrid against `long_16x_mean_fresh`'s."""
+  c = long_16x_mean_fresh()
+  c.pager.init = "models/latent_pager_mean_16x_long"
+  return c
+
+
 def long_smoke():
   """`long`'s references and expanded reader at the smoke size (the tests' run)."""
   c = smoke()
@@ -814,4 +831,5 @@ def get_config(arg=""):
                       "pretrain_mean_32x": pretrain_mean_32x, "cpu_32x_slots": cpu_32x_slots,
                       "cpu_32x_mean": cpu_32x_mean, "long_smoke": long_smoke,
                       "pretrain_long_16x_slots": pretrain_long_16x_slots, "long_16x_slots_long": long_16x_slots_long,
+                      "pretrain_long_16x_mean": pretrain_long_16x_mean, "long_16x_mean_long": long_16x_mean_long,
                       "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
