@@ -1,6 +1,7 @@
 """Developmental physics: environment-steps per second of both physics backends on the same scenes.
 
-  python benchmarks/developmental.py --size tiny --json out.json   # C engine only, seconds (MJX compiles for minutes on CPU)
+  python benchmarks/developmental.py --size tiny --json out.json   # C engine only, seconds
+                                                                   # (MJX compiles for minutes on CPU)
   python benchmarks/developmental.py                               # CPU: C 256 envs, MJX 64 (minutes on 2 cores)
   python benchmarks/developmental.py --size gpu                    # 8,192 envs each (MJX on the accelerator)
 
@@ -61,7 +62,8 @@ def main():
       n, interactions = size[backend]
       rate, setup = measure(backend, stage, n, interactions)
       rows.append({"scene": name, "backend": backend, "envs": n, "env_steps_per_s": rate, "setup_s": setup})
-      print(f"{name:14s} {backend:3s} {n:6d} envs: {rate:12,.0f} env-steps/s  (setup + compile {setup:.1f} s)", flush=True)
+      print(f"{name:14s} {backend:3s} {n:6d} envs: {rate:12,.0f} env-steps/s  (setup + compile {setup:.1f} s)",
+            flush=True)
   if args.json:
     Path(args.json).write_text(json.dumps({"benchmark": "developmental", "size": args.size, "devices": devices,
                                            "unit": "env-steps/s", "rows": rows}, indent=1) + "\n")

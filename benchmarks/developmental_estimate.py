@@ -91,7 +91,8 @@ def text(r: dict) -> str:
            f"(counted once, and at the solver's limit of {r['solver_limit']})",
            f"work per interaction: {r['flops_low'] / r['interactions_per_chunk']:,.0f}-"
            f"{r['flops_high'] / r['interactions_per_chunk']:,.0f} FLOPs, "
-           f"{r['bytes_low'] / r['interactions_per_chunk']:,.0f}-{r['bytes_high'] / r['interactions_per_chunk']:,.0f} bytes"]
+           f"{r['bytes_low'] / r['interactions_per_chunk']:,.0f}-"
+           f"{r['bytes_high'] / r['interactions_per_chunk']:,.0f} bytes"]
   for name, c in r["chips"].items():
     lines.append(f"{name} ({c['peak_gflop_s']:,.0f} GFLOP/s, {c['bandwidth_gb_s']:,.0f} GB/s): at least "
                  f"{c['us_per_interaction_low']:.3g}-{c['us_per_interaction_high']:.3g} us per interaction, "

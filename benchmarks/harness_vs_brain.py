@@ -46,7 +46,8 @@ def rows(size: str, start: int, stop: int) -> dict:
   """The runs table (regime, n_slots, seed) of runs start..stop-1."""
   ks = np.asarray(config_of(size).ks, np.int32)
   i = np.arange(start, stop)
-  return {"regime": (i % 5).astype(np.int32), "n_slots": ks[i // 5 % len(ks)], "seed": (i // (5 * len(ks))).astype(np.int32)}
+  return {"regime": (i % 5).astype(np.int32), "n_slots": ks[i // 5 % len(ks)],
+          "seed": (i // (5 * len(ks))).astype(np.int32)}
 
 
 def jax_inputs(config, r: dict):

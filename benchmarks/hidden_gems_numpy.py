@@ -314,7 +314,8 @@ def simulate_batch(u: dict, rho, k) -> dict:
       precision=precision, u=u_cond, u0=u0, delta=np.maximum(F32(0), u_cond - u0[:, None]),
       winner_agreement=same / F32(W * (W - 1)), winner_good=good[winner].mean(-1),
       pairs_g=pairs(g0), pairs_q=pairs(q0),
-      spearman_raw=_spearman(raw0[:, obscure], rate[:, obscure]), spearman_q=_spearman(q0[:, obscure], rate[:, obscure]),
+      spearman_raw=_spearman(raw0[:, obscure], rate[:, obscure]),
+      spearman_q=_spearman(q0[:, obscure], rate[:, obscure]),
       single_accuracy=mean_rated(single), majority_accuracy=mean_rated(majority),
       condorcet_gain=mean_rated(majority - single), consensus=(c0 * both).sum(1) / np.maximum(both.sum(1), 1),
       ratings=by_quad(N0), q=by_quad(q0), g=by_quad(g0), m=by_quad(m))

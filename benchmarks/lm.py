@@ -243,7 +243,8 @@ def accelerator(s, peak_tflops: float, remat: str):
   tflops = per_token * b * t / seconds / 1e12
   print(f"device: {mesh.size} x {jax.devices()[0].device_kind}; {count / 1e9:.2f}B parameters, batch {b} x {t} "
         f"tokens, FSDP over {mesh.size}, remat={remat}")
-  print(f"forward      : {seconds * 1e3:8.1f} ms = {b * t / seconds:12,.0f} tokens/s = {tflops:8.1f} TFLOP/s; {mfu(tflops)}")
+  print(f"forward      : {seconds * 1e3:8.1f} ms = {b * t / seconds:12,.0f} tokens/s = {tflops:8.1f} TFLOP/s; "
+        f"{mfu(tflops)}")
 
   # One AdamW step: bf16 parameters updated from fp32 gradients and fp32 moments.
   tx = optax.adamw(1e-5)
@@ -271,7 +272,8 @@ def accelerator(s, peak_tflops: float, remat: str):
   with jax.set_mesh(mesh):
     seconds = _best(run, 3)
   tflops = 3 * per_token * b * t / seconds / 1e12
-  print(f"training step: {seconds * 1e3:8.1f} ms = {b * t / seconds:12,.0f} tokens/s = {tflops:8.1f} TFLOP/s; {mfu(tflops)}")
+  print(f"training step: {seconds * 1e3:8.1f} ms = {b * t / seconds:12,.0f} tokens/s = {tflops:8.1f} TFLOP/s; "
+        f"{mfu(tflops)}")
   fit_table()
 
 

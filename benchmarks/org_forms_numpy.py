@@ -164,7 +164,8 @@ def draw_worlds(rng: np.random.Generator, rows: dict, k: Constants) -> dict:
   role = roles_of(rows["counts"], n)
   traits = _sigmoid32(PROTOTYPES[role] + F32(k.sigma) * rng.standard_normal((r, n, 5), F32))
   main = _onehot(rng.integers(0, K, (r, n)), K)
-  alpha = np.where((role == SPECIALIST)[..., None], k.specialist_other + (k.specialist_main - k.specialist_other) * main, 1.0)
+  alpha = np.where((role == SPECIALIST)[..., None],
+                   k.specialist_other + (k.specialist_main - k.specialist_other) * main, 1.0)
   g = rng.standard_gamma(alpha).astype(F32)
   specialty = g / g.sum(-1, keepdims=True)
   position = np.argsort(rng.random((r, n)), axis=1)
@@ -219,10 +220,12 @@ def _organization_batch(traits, role, block, rows, k: Constants) -> dict:
   factor = np.where(load > 0, np.exp(-alpha * np.maximum(F32(0), load - s_c2) / (load + 1)), F32(1))
   surplus = np.maximum(F32(0), s_c2 - load)
   s_cross = surplus.sum(-1)                                         # (r, 2)
-  f_cross = np.where(cross, np.exp(-alpha[:, :, 0] * np.maximum(F32(0), cross_load - s_cross) / (cross_load + 1)), F32(1))
+  f_cross = np.where(cross, np.exp(-alpha[:, :, 0] * np.maximum(F32(0), cross_load - s_cross) / (cross_load + 1)),
+                     F32(1))
   used = np.where(cross, np.minimum(s_cross, cross_load), F32(0))
   kept = np.where(s_cross > 0, 1 - used / np.maximum(s_cross, F32(1e-30)), F32(1))
-  idle_c = np.where(s_c2 > load, surplus * kept[..., None] / np.maximum(s_c2, F32(1e-30)) * n_c[:, None, :], F32(0)).sum(-1)
+  idle_c = np.where(s_c2 > load, surplus * kept[..., None] / np.maximum(s_c2, F32(1e-30)) * n_c[:, None, :],
+                    F32(0)).sum(-1)
   loss = (size[:, None, :] * (1 - factor)).sum(-1) / F32(n)
   n_comm = is_k.sum(1)
   mean_k = np.where(n_comm > 0, (kk * is_k).sum(1) / np.maximum(n_comm, 1), F32(0))

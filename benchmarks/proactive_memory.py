@@ -23,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common, proactive_memory_numpy as ref  # noqa: E402
-from benchmarks.proactive_memory_numpy import numpy_day  # noqa: E402,F401  (tests/test_proactive_memory.py reads it here)
+# tests/test_proactive_memory.py reads `numpy_day` here.
+from benchmarks.proactive_memory_numpy import numpy_day  # noqa: E402,F401
 
 NAME, UNIT = "proactive memory", "days"
 SIZES = {"tiny": dict(runs=64, loop=2), "cpu": dict(runs=16_384, loop=50), "gpu": dict(runs=1_048_576, loop=50)}

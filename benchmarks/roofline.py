@@ -120,8 +120,8 @@ def loop_weighted_cost(compiled, unknown_trips: int = 1, inner_trips: int = 1) -
   standalone = _STANDALONE.setdefault(hash(text), {})   # shared by calls on one program with other trip counts
 
   def called(line):   # the computations an instruction calls, loops aside
-    return [c for c in _CALLS.findall(line) + [c.strip() for group in _CALL_LISTS.findall(line) for c in group.split(",")]
-            if c in comps]
+    listed = [c.strip() for group in _CALL_LISTS.findall(line) for c in group.split(",")]
+    return [c for c in _CALLS.findall(line) + listed if c in comps]
 
   def callees(name):   # the computations `name` calls directly: loop conditions and bodies, calls, branches
     out = []

@@ -1,6 +1,6 @@
 """Every benchmark in one command, with one JSON of figures: the accelerator suite and the CPU table.
 
-  python benchmarks/suite.py --size gpu --out results.json     # one accelerator (figures of one H200: docs/benchmarks.md)
+  python benchmarks/suite.py --size gpu --out results.json     # one accelerator (docs/benchmarks.md)
   python benchmarks/suite.py --size tiny --out /tmp/tiny.json  # the same code paths on CPU, in the tests
   python benchmarks/suite.py --size cpu --out docs/benchmarks.json --markdown docs/benchmarks_table.md \
       --scaling docs                                           # the fair CPU table (and curves) of the docs

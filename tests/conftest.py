@@ -53,7 +53,8 @@ os.chdir(ROOT)  # config paths in tests and docs are relative to the repository 
 # together instead of one waiting on the last long file. pytest-xdist would sort the files by their
 # number of tests instead (a one-test file of 80 s last); `pytest_configure` turns that off.
 LONGEST_FIRST = ("test_paging_frontier.py", "test_lm_sharding.py", "test_latent_pager.py", "test_developmental_mjx.py",
-                 "test_verify.py", "test_benchmarks.py", "test_developmental.py", "test_physics.py", "test_org_forms.py",
+                 "test_verify.py", "test_benchmarks.py", "test_developmental.py", "test_physics.py",
+                 "test_org_forms.py",
                  "test_paging_arms.py", "test_paging_references.py", "test_paging_tree.py", "test_lm_pretrain.py",
                  "test_harness_vs_brain.py", "test_lm.py", "test_evolution.py")
 

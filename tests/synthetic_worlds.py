@@ -20,5 +20,6 @@ def noisy_push(dims, rng, n_runs, n_env, action):
   return batch_lib.Batch(objects=objects, next=nxt, mask=np.ones(shape + (dims.objects,), bool),
                          context=np.zeros(shape + (dims.context,), np.float32), hand=np.zeros(shape + (6,), np.float32),
                          action=action.astype(np.float32), stage=np.ones(shape, np.int32),
-                         broken=np.zeros(shape + (dims.objects,), bool), contact=np.zeros(shape + (dims.objects,), bool),
+                         broken=np.zeros(shape + (dims.objects,), bool),
+                         contact=np.zeros(shape + (dims.objects,), bool),
                          valid=np.ones(shape, bool), material=np.zeros(shape + (dims.objects,), np.int32))

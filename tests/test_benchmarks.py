@@ -65,8 +65,9 @@ def test_org_forms_numpy_worlds_follow_the_model_distribution(org):
     assert ours[key].shape == theirs[key].shape, key
   np.testing.assert_array_equal(theirs["role"], ours["role"])
   spec = ours["role"] == org_model.SPECIALIST
-  stats = lambda w: np.array([w["traits"].mean(), w["specialty"][spec].max(-1).mean(), w["specialty"][~spec].max(-1).mean(),
-                              (w["tasks"].max(-1) == 0.5).mean(), (w["block"] == 0).mean()])
+  stats = lambda w: np.array([w["traits"].mean(), w["specialty"][spec].max(-1).mean(),
+                              w["specialty"][~spec].max(-1).mean(), (w["tasks"].max(-1) == 0.5).mean(),
+                              (w["block"] == 0).mean()])
   np.testing.assert_allclose(stats(theirs), stats(ours), rtol=0.05)
   # And the sweep's figures agree in distribution: mean cumulative output within 4 standard errors.
   a = org_np.simulate_batch(theirs, rows, k)["cum_output"]
@@ -97,7 +98,8 @@ def test_hidden_gems_batched_numpy_equals_the_jitted_model():
 def test_proactive_memory_batched_numpy_equals_the_jitted_model():
   config = config_lib.load("configs/proactive_memory.py:smoke", validate=memory_experiment.validate)
   k = memory_experiment.constants(config)
-  a, w = memory_grid.policy_params(config, config.policy.amplitude, memory_grid.omega_of(config.policy.period_h))["full"]
+  omega = memory_grid.omega_of(config.policy.period_h)
+  a, w = memory_grid.policy_params(config, config.policy.amplitude, omega)["full"]
   n = 24
   rows = {"seed": np.arange(n, dtype=np.int32), "scale": np.ones(n, np.float32),
           "amplitude": np.tile(a, (n, 1)), "omega": np.tile(w, (n, 1))}

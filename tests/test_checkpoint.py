@@ -71,5 +71,6 @@ def test_keeps_the_latest_and_the_best(tmp_path, mode, best):
 def test_another_runs_checkpoints_are_refused(tmp_path):
   with checkpoint.Checkpoints(tmp_path, "run-a") as ckpt:
     ckpt.save(1, {"w": np.zeros(2)})
-  with checkpoint.Checkpoints(tmp_path, "run-b") as ckpt, pytest.raises(checkpoint.CheckpointMismatch, match="another run"):
+  with (checkpoint.Checkpoints(tmp_path, "run-b") as ckpt,
+        pytest.raises(checkpoint.CheckpointMismatch, match="another run")):
     ckpt.restore({"w": np.zeros(2)})

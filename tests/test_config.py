@@ -37,7 +37,8 @@ def test_wrong_type_is_an_error():
 
 
 def test_bad_value_from_override_names_the_override():
-  with pytest.raises(config_lib.ConfigError, match=r"--config.grid.coord_shares=\(0.5, 1.5\): config\.grid\.coord_shares"):
+  with pytest.raises(config_lib.ConfigError,
+                     match=r"--config.grid.coord_shares=\(0.5, 1.5\): config\.grid\.coord_shares"):
     config_lib.load("configs/org_forms.py:smoke", ["--config.grid.coord_shares=(0.5, 1.5)"], _validate)
 
 
@@ -71,7 +72,8 @@ def test_shared_predicates_reject_booleans_and_wrong_shapes():
   assert config_lib.int_at_least(2)(2) and not config_lib.int_at_least(2)(2.0) and not config_lib.int_at_least(0)(False)
   assert config_lib.tuple_of(2, config_lib.is_probability)((0.1, 0.9))
   assert not config_lib.tuple_of(2, config_lib.is_probability)((0.1,))
-  assert config_lib.tuple_of(None, config_lib.is_positive)([1, 2, 3]) and not config_lib.tuple_of(None, config_lib.is_positive)(())
+  positives = config_lib.tuple_of(None, config_lib.is_positive)
+  assert positives([1, 2, 3]) and not positives(())
 
 
 def test_differences_read_config_json_as_written():

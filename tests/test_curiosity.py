@@ -100,7 +100,8 @@ def test_stage_balanced_replay_keeps_each_stage_apart_and_draws_them_equally(con
   assert np.asarray(extra["replay_count"]).tolist() == [part + 2 * n_env, 0, n_env, 0]
   assert np.asarray(filled).tolist() == [part, 0, n_env, 0]
   stages = np.asarray(replay.stage)
-  assert (stages[2 * part:2 * part + n_env] == 2).all() and (stages[:part] == 0).all() and not replay.valid[part:2 * part].any()
+  assert (stages[2 * part:2 * part + n_env] == 2).all() and (stages[:part] == 0).all()
+  assert not replay.valid[part:2 * part].any()
   rows = np.asarray(jax.jit(big._replay_rows)(jax.random.key(3), filled))
   assert set(np.unique(rows // part)) == {0, 2} and 0.3 < np.mean(rows // part == 2) < 0.7
   assert (rows[rows // part == 2] < 2 * part + n_env).all()

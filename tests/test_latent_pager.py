@@ -23,8 +23,8 @@ from jaxlab.data import jsonl, long_doc_qa
 from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import train as lm_pretrain
 from jaxlab.lm.generate import Scored
-from jaxlab.paging import (analysis, data, experiment, generation, metrics, model as model_lib, pager as pager_lib, pages,
-                           pipeline, pretrain, retrieval, selective, train)
+from jaxlab.paging import (analysis, data, experiment, generation, metrics, model as model_lib, pager as pager_lib,
+                           pages, pipeline, pretrain, retrieval, selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 from jaxlab.paging.spec import PagerSpec
@@ -261,7 +261,8 @@ def test_f1_at_coverage_aurc_and_auroc_agree_with_their_definitions():
   assert selective.auroc(conf, pos) == pytest.approx(np.mean(pairs))
   np.testing.assert_allclose(selective.auroc(conf, pos, idx), [selective.auroc(conf[i], pos[i]) for i in idx])
   assert selective.auroc([0.9, 0.8, 0.1], [True, True, False]) == 1.0
-  assert selective.auroc([0.5, 0.5, 0.5], [True, True, False]) == 0.5 and np.isnan(selective.auroc([1, 2], [True, True]))
+  assert selective.auroc([0.5, 0.5, 0.5], [True, True, False]) == 0.5
+  assert np.isnan(selective.auroc([1, 2], [True, True]))
 
 
 def test_answer_categories_and_hallucination():
@@ -321,7 +322,8 @@ def test_a_declined_answer_is_never_served_and_ranks_last():
                last_state=np.zeros((3, 4)), first=np.array([5, 2, 1]))
   conf = generation.served_confidence(got.logprob, got, settings)
   assert conf.dtype == np.float32 and conf.tolist() == [-1.0, -np.inf, -np.inf]
-  assert generation.served_confidence(got.logprob, got, dataclasses.replace(settings, decline=())).tolist() == [-1, -2, -3]
+  undeclined = dataclasses.replace(settings, decline=())
+  assert generation.served_confidence(got.logprob, got, undeclined).tolist() == [-1, -2, -3]
   # No threshold serves it, whatever the rule; among the rest the rules act as before.
   assert selective.gate(["a", "b", "c"], conf, -np.inf, "unknown") == ["a", "unknown", "unknown"]
   golds, answers = ["a", "b", "unknown", "c"], ["a", "b", "x", "y"]
@@ -333,7 +335,8 @@ def test_a_declined_answer_is_never_served_and_ranks_last():
   assert everything["threshold"] == -np.inf and everything["coverage"] == 0.75
   assert selective.f1_at_coverage(conf, [1.0, 1.0, 0.0, 0.0], 0.75) == pytest.approx(1 / 3)
   rows = [{"answers": {"text_buffer": a}, "confidence": {"text_buffer": c}} for a, c in zip(answers, conf)]
-  assert analysis.final_answers(rows, "text_buffer", {"text_buffer": everything}, "unknown") == ["a", "unknown", "x", "y"]
+  final = analysis.final_answers(rows, "text_buffer", {"text_buffer": everything}, "unknown")
+  assert final == ["a", "unknown", "x", "y"]
 
 
 # ----------------------------------------------------------------------------- JSONL importer
@@ -462,7 +465,8 @@ def test_pretraining_on_documents_cut_to_their_evidence_continues_an_exported_en
     assert at == sorted(at)   # document order
     offsets = setup.tokenizer.encode(row[0]["document"]).offsets
     for r in row:
-      assert set(retrieval.evidence_chunks(offsets, r, config.pages.chunk_tokens, config.pages.chunk_overlap)) <= set(at)
+      held = retrieval.evidence_chunks(offsets, r, config.pages.chunk_tokens, config.pages.chunk_overlap)
+      assert set(held) <= set(at)
   experiment.run(config, workdir)
   log = [json.loads(line) for line in (workdir / "pretrain_log.jsonl").read_text().splitlines()]
   assert [r["step"] for r in log] == [0, 1] and log[0]["loss"] is None and log[1]["loss"] is not None
@@ -617,7 +621,8 @@ def test_report_headline_and_rebuild(run):
   main = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   main = [r for r in main if not r["probe"]]
   assert sum(errors["answerable"].values()) + sum(errors["unanswerable"].values()) == len(main)
-  assert errors["unanswerable"]["correct"] == 0 and 0 <= summary["figures"]["unanswerable/latent_pager/auroc"]["mean"] <= 1
+  assert errors["unanswerable"]["correct"] == 0
+  assert 0 <= summary["figures"]["unanswerable/latent_pager/auroc"]["mean"] <= 1
   # The wall-clock ratio and the bar's latency part live beside the latencies, not in summary.json.
   timed = json.loads((workdir / "timing.json").read_text())
   assert "latency_ratio" not in h
@@ -631,7 +636,8 @@ def test_report_headline_and_rebuild(run):
   assert timed["latency_ratio"]["n"] == config.eval.latency_questions and isinstance(timed["latency_bar"], bool)
   assert timed["latent_pager"]["ids"] == timed["text_buffer"]["ids"] and timed["cpu_ratio"]["n"] > 0
   # The bar's ratio is the end to end at one question per document.
-  assert timed["latency_ratio"] == timed["served"]["1"]["ratio"] and timed["cpu_ratio"] == timed["served"]["1"]["cpu_ratio"]
+  assert timed["latency_ratio"] == timed["served"]["1"]["ratio"]
+  assert timed["cpu_ratio"] == timed["served"]["1"]["cpu_ratio"]
   assert "## Latency as served" in shown and "### Q = 4 questions per document" in shown
   rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   assert sum(not r["answerable"] for r in rows) > 0 and any(r["answers"]["full_context"] for r in rows)

@@ -45,7 +45,8 @@ def test_resume_from_checkpoint_is_bit_identical(trained, tmp_path):
   second = pretrain.train(smoke(), tmp_path)
   assert second.start_step == 25 and second.step == 40
   np.testing.assert_array_equal(second.losses, trained.losses[25:])
-  for a, b in zip(jax.tree.leaves(nnx.state(second.model, nnx.Param)), jax.tree.leaves(nnx.state(trained.model, nnx.Param))):
+  params = lambda m: jax.tree.leaves(nnx.state(m, nnx.Param))
+  for a, b in zip(params(second.model), params(trained.model)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 

@@ -161,7 +161,8 @@ def test_fsdp_across_two_processes_equals_one_process(uninterrupted, tmp_path):
   every parameter sharded over all 8 devices, so each process holds half of each matrix."""
   workdir, port = tmp_path / "two", _free_port()
   env = dict(os.environ, XLA_FLAGS=codegen.for_process(4), PYTHONUNBUFFERED="1")  # compiled as this process compiles
-  args = ["run", SMOKE, "--workdir", str(workdir), *SHORT, "--config.mesh.data=1", "--config.mesh.fsdp=8", "--config.eval.num_questions=4",
+  args = ["run", SMOKE, "--workdir", str(workdir), *SHORT, "--config.mesh.data=1", "--config.mesh.fsdp=8",
+          "--config.eval.num_questions=4",
           "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
   procs = [subprocess.Popen([sys.executable, "-m", "launch.main", *args, "--process-id", str(i)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]

@@ -102,7 +102,8 @@ def test_map_runs_compiles_once_for_sweeps_of_sizes_in_one_bucket_and_its_result
   for out in (split, one):
     for k in whole:
       np.testing.assert_array_equal(out[k], whole[k])
-  np.testing.assert_allclose(whole["s"], np.tanh(rows["a"]).sum(1) * rows["b"], rtol=1e-5, atol=1e-6)  # NumPy sums in another order
+  # NumPy sums in another order.
+  np.testing.assert_allclose(whole["s"], np.tanh(rows["a"]).sum(1) * rows["b"], rtol=1e-5, atol=1e-6)
 
 
 def test_call_blocks_are_powers_of_two_up_to_the_cap():

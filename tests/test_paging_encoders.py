@@ -71,7 +71,8 @@ def test_a_module_that_cannot_be_imported_names_the_field():
 
 
 # Every variant that starts from a shipped encoder, and the folder it names.
-SHIPPED = {"cpu": "latent_pager_pointer", "cpu_slots": "latent_pager_slots", "cpu_wordings": "latent_pager_pointer_wordings",
+SHIPPED = {"cpu": "latent_pager_pointer", "cpu_slots": "latent_pager_slots",
+           "cpu_wordings": "latent_pager_pointer_wordings",
            "cpu_composed": "latent_pager_pointer_composed", "cpu_16x": "latent_pager_pointer_16x",
            "cpu_32x": "latent_pager_pointer_32x", "long_16x_long": "latent_pager_pointer_16x_long",
            "cpu_mean_pretrained": "latent_pager_mean", "long_16x_mean": "latent_pager_mean_16x",

@@ -81,8 +81,8 @@ def finished(tmp_path_factory):
 
 def test_references_mode_answers_with_every_system_and_chooses_on_validation(finished):
   config, workdir = finished
-  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "iterative", "oracle",
-             "paged", "hybrid"]
+  systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "iterative",
+             "oracle", "paged", "hybrid"]
   for name in ("predictions.jsonl", "validation.jsonl"):
     rows = [json.loads(line) for line in (workdir / name).read_text().splitlines()]
     assert rows and all(list(r["answers"]) == systems for r in rows) and not any(r["probe"] for r in rows)

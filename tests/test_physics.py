@@ -128,7 +128,8 @@ def test_transition_records_the_applied_action_and_subsets_match_the_whole_batch
   moved = both.act(a[3:], envs=np.arange(3, 6))
   alone = make_sim(1, 3, backend="c", seed=keys[1])
   np.testing.assert_array_equal(moved.next.objects, alone.act(a[3:]).next.objects)
-  np.testing.assert_array_equal(both.observe(np.arange(3)).objects, make_sim(1, 3, backend="c", seed=keys[0]).obs.objects)
+  np.testing.assert_array_equal(both.observe(np.arange(3)).objects,
+                                make_sim(1, 3, backend="c", seed=keys[0]).obs.objects)
 
 
 def test_scenes_are_the_same_with_and_without_x64():

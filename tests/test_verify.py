@@ -236,7 +236,8 @@ def test_timing_is_checked_within_its_own_interval(copy, tmp_path):
   shutil.copytree(RECEIPT, root / "hidden_gems" / "smoke", ignore=shutil.ignore_patterns(receipts.VERIFIED))
   meta = root / "hidden_gems" / "smoke" / "receipt.json"   # a receipt of this machine kind
   meta.write_text(json.dumps({**json.loads(meta.read_text()), "machine": provenance.machine()}))
-  timing = lambda mean: {"latency_ratio": {"mean": mean, "ci": [mean - 0.1, mean + 0.1], "n": 16}, "latency_s": [0.1, 0.2]}
+  timing = lambda mean: {"latency_ratio": {"mean": mean, "ci": [mean - 0.1, mean + 0.1], "n": 16},
+                         "latency_s": [0.1, 0.2]}
   (root / "hidden_gems" / "smoke" / "timing.json").write_text(json.dumps(timing(2.8)))
   assert not receipts.verify(copy, root, "seed").ok            # the run wrote none
   (copy / "timing.json").write_text(json.dumps(timing(2.85)))
@@ -327,7 +328,8 @@ def test_receipts_lists_each_with_its_commit(capsys):
 def test_code_paths_are_the_modules_an_experiment_imports_its_config_and_weights():
   pager = set(dependencies.code_paths("latent_pager"))
   assert {"jaxlab/paging/pipeline.py", "jaxlab/lm/qwen3.py", "jaxlab/core/config.py", "jaxlab/__init__.py",
-          "configs/latent_pager.py", "models/lm_base", "models/latent_pager_pointer", "jaxlab/core/cpu_threads.py"} <= pager
+          "configs/latent_pager.py", "models/lm_base", "models/latent_pager_pointer",
+          "jaxlab/core/cpu_threads.py"} <= pager
   org = dependencies.code_paths("org_forms")
   assert "jaxlab/swarm/org_forms/model.py" in org and "configs/org_forms.py" in org
   assert not any(p.startswith("jaxlab/swarm/hidden_gems") for p in org)
@@ -412,7 +414,8 @@ def test_a_cpu_of_another_model_with_the_same_extensions_is_another_machine_kind
   meta = root / "hidden_gems" / "smoke" / "receipt.json"
   here = provenance.machine()
   assert here["cpu_kind"] == provenance.cpu_kind() and receipts.verify(copy, root).match == "bitwise"
-  other = next(k for k in ("AuthenticAMD family 25 model 17", "GenuineIntel family 6 model 167") if k != here["cpu_kind"])
+  kinds = ("AuthenticAMD family 25 model 17", "GenuineIntel family 6 model 167")
+  other = next(k for k in kinds if k != here["cpu_kind"])
   _edit(meta, lambda m: m["machine"].update(cpu_kind=other))
   result = receipts.verify(copy, root)
   assert result.match == "seed" and "differs in cpu_kind" in result.note and result.ok
@@ -477,9 +480,9 @@ def test_trained_smoke_runs_match_their_receipts_from_any_directory(tmp_path):
   # on the pool's size).
   env = {k: v for k, v in os.environ.items() if k != "NPROC"}
   env.update(XLA_FLAGS=codegen.for_process(), PYTHONPATH=str(receipts.REPO))
-  out = subprocess.run([sys.executable, "-m", "launch.main", "verify", "--all", "--quick", "--experiment", "latent_pager",
-                        "--experiment", "developmental", "--workroot", "runs"], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=1200)
+  out = subprocess.run([sys.executable, "-m", "launch.main", "verify", "--all", "--quick",
+                        "--experiment", "latent_pager", "--experiment", "developmental", "--workroot", "runs"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
   assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
   assert "| latent_pager/smoke | agrees" in out.stdout and "| developmental/smoke | agrees" in out.stdout
   assert "DISAGREES" not in out.stdout

@@ -1,8 +1,8 @@
 """JAX's persistent compilation cache for `jaxlab run`, and a clock of what compiling cost.
 
 `enable()` points JAX at a cache folder (`$JAXLAB_COMPILE_CACHE`, else `$XDG_CACHE_HOME/jaxlab/xla`,
-else `~/.cache/jaxlab/xla`; one subfolder per `host_key`) before the first compilation, so a second run of a config, or a
-resumed one, loads its compiled programs instead of compiling them again; programs that compile
+else `~/.cache/jaxlab/xla`; one subfolder per `host_key`) before the first compilation, so a second
+run of a config, or a resumed one, loads its compiled programs instead of compiling them again; programs that compile
 in under `MIN_COMPILE_S` are not written (they cost more to store than to redo). The cache holds
 XLA's executables for the exact program, devices and compile options: a program loaded from it
 is the one compiled, and results are bitwise those of compiling it again. It is a trusted folder

@@ -233,7 +233,8 @@ def comparisons_section(rows: list[dict], how: str = "", after: str = ""):
   text = (f"{n['consistent']} of {len(rows)} published figures are consistent with ours, {n['within 10%']} more "
           f"are within 10%, {n['differs']} differ. Method: |z| <= 2 is consistent, z being the difference over its "
           f"standard error from both seed spreads ({n[Z_BOTH]} rows); where the published figure has no spread (or no "
-          f"seed count), from ours alone ({n[Z_OURS] + n[Z_OURS_N]} rows, marked in the table); where a spread is zero or a "
+          f"seed count), from ours alone ({n[Z_OURS] + n[Z_OURS_N]} rows, marked in the table); where a spread is "
+          f"zero or a "
           f"side has n = 1, no z is computed and only the published rounding decides ({n[ROUNDING]} rows). A gap "
           f"within the published rounding is always consistent.{' ' + how if how else ''}\n\n"
           + comparison_table(rows))
@@ -276,7 +277,8 @@ def claims_section(rows: list[dict], note: str = ""):
           f"A claim over fewer than {stats.MIN_UNITS} seeds (or days) is not graded: there the 95% interval covers "
           f"clearly less than 95% (docs/grading.md). \"holds after Holm\" is yes for a claim that holds and also "
           f"survives Holm's step-down correction over this report's graded claims at {HOLM_ALPHA:.0%} familywise, on "
-          f"the p-value of its interval (—: not graded, or no p-value; a graded claim without one counts as p = 1).{' ' + note if note else ''}\n\n" + claims_table(rows))
+          f"the p-value of its interval (—: not graded, or no p-value; a graded claim without one counts as p = 1)."
+          f"{' ' + note if note else ''}\n\n" + claims_table(rows))
   return "Published claims", text
 
 

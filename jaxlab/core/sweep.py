@@ -84,8 +84,8 @@ def run_chunked(fn: Callable, runs, workdir, chunk_size: int, *, key: str, desc:
   """Maps batched `fn` over the rows of `runs` chunk by chunk, checkpointed; returns NumPy outputs.
 
   `key` identifies the sweep (use `fingerprint(config, runs)`): a checkpoint in `workdir` made by
-  another sweep raises `checkpoint.CheckpointMismatch` instead of being mixed in. Chunks are rounded up to whole blocks per device
-  (see `mesh.map_runs`).
+  another sweep raises `checkpoint.CheckpointMismatch` instead of being mixed in. Chunks are rounded
+  up to whole blocks per device (see `mesh.map_runs`).
   """
   mesh = mesh or mesh_lib.make_mesh()
   workdir = Path(workdir)

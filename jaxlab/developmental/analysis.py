@@ -162,8 +162,8 @@ def targets(head: dict) -> list[dict]:
   auc_met = None if not ran else any(len(reached(g)) == len(regimes[g]["probe_auc"]) for g in ran)
   rows = [report_lib.target(
       f"violation of expectation: AUC >= {AUC_TARGET} on every probe",
-      f"a curious regime ({', '.join(ran) or 'none ran'}) reaches a mean AUC over seeds of at least {AUC_TARGET} on every "
-      "probe that ran", auc_met, ours)]
+      f"a curious regime ({', '.join(ran) or 'none ran'}) reaches a mean AUC over seeds of at least {AUC_TARGET} "
+      "on every probe that ran", auc_met, ours)]
 
   budget = head["budget"]
   steps = {g: regimes[g].get("steps_to_random_final") for g in ran}
@@ -258,7 +258,8 @@ def headline_table(config, head: dict) -> str:
   for g in config.regimes:
     h = head["regimes"][g]
     rows.append([g, _ci(h["final_error"]), _ci(h["error_over_curve"]), _steps(h.get("steps_to_random_final")),
-                 *([_ci(h["distracted"])] if distracted else []), *(_ci(h["probe_auc"][k]) for k in config.eval.probes)])
+                 *([_ci(h["distracted"])] if distracted else []),
+                 *(_ci(h["probe_auc"][k]) for k in config.eval.probes)])
   return report_lib.markdown_table(["regime", *cols, *(f"AUC {k}" for k in config.eval.probes)], rows)
 
 

@@ -188,7 +188,8 @@ def play(config, workdir: Path, driver, keys, scale, dims, n_runs: int):
   per_chunk = p.episodes_per_chunk * p.episode_rounds * p.envs * n_runs      # interactions of all runs
   lead = jax.process_index() == 0
   with ckpt, train.Metrics(workdir, "train_log") as metrics, tqdm(
-      total=n_chunks, initial=start, desc=f"{config.experiment}:{config.variant}", unit="chunk", disable=not lead) as bar:
+      total=n_chunks, initial=start, desc=f"{config.experiment}:{config.variant}", unit="chunk",
+      disable=not lead) as bar:
     for c in range(start, n_chunks):
       t0 = time.perf_counter()
       first = c * p.episodes_per_chunk

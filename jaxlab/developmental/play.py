@@ -113,8 +113,9 @@ class Play:
       t1 = time.perf_counter()
       batch = self.step(stages, actions)
       t2 = time.perf_counter()
-      state, metrics = self.pop.learn(state, batch, keys_lib.round_keys(self.root, self.seed_index, rnd, keys_lib.LEARN),
-                                      clock(rnd, self.rounds, self.envs, self.n_episodes), self.flags)
+      keys = keys_lib.round_keys(self.root, self.seed_index, rnd, keys_lib.LEARN)
+      state, metrics = self.pop.learn(state, batch, keys, clock(rnd, self.rounds, self.envs, self.n_episodes),
+                                      self.flags)
       logs.append({**metrics, "score": score.mean(-1)})
       self.seconds["learner"] += (t1 - t0) + (time.perf_counter() - t2)
       self.seconds["physics"] += t2 - t1

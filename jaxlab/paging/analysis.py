@@ -190,7 +190,8 @@ def summarize(config: dict, rows: list[dict], val: list[dict], history: list[dic
       for k, fn in ratios.items():
         intervals[f"abstention/{s}/{k}"] = bootstrap_claim(fn, len(said), boots, seed)
   for other in others:
-    intervals[f"every/hallucination/latent_pager-{other}"] = interval(halluc["latent_pager"], halluc[other], boots, seed)
+    intervals[f"every/hallucination/latent_pager-{other}"] = interval(
+        halluc["latent_pager"], halluc[other], boots, seed)
     intervals[f"every/hallucination_grounded/latent_pager-{other}"] = interval(
         sc["latent_pager"]["hallucination_grounded"], sc[other]["hallucination_grounded"], boots, seed)
   # Ranking by confidence over every question (raw answers): risk-coverage, AURC, F1 at matched

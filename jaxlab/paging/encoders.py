@@ -209,7 +209,8 @@ SLOT_FIELDS = ("pager.slots_per_chunk", "pager.encoder_depth", "pager.heads", "p
                "pages.chunk_tokens")
 register(Kind("pooled", None, stored_states=True))
 register(Kind("slots", _slots(False), fields=SLOT_FIELDS, frontier_counts="slots_per_chunk"))
-register(Kind("pointer", _slots(True), reads_embeds=True, fields=SLOT_FIELDS, frontier_counts="pointer_slots_per_chunk"))
+register(Kind("pointer", _slots(True), reads_embeds=True, fields=SLOT_FIELDS,
+              frontier_counts="pointer_slots_per_chunk"))
 register(Kind("mean", lambda spec, lm, d_lm, embed_rms, rngs: MeanEncoder(
     len(spec.hidden_layers), d_lm, spec.slots_per_chunk, embed_rms, rngs=rngs),
               fields=("pager.slots_per_chunk", "pages.hidden_layers"), frontier_counts="slots_per_chunk"))

@@ -236,7 +236,8 @@ def validate(config) -> None:
   require(config, "bar.coverage", lambda v: v in tuple(config.eval.coverages), "one of eval.coverages")
   require(config, "bar.speedup", is_positive, "positive")
   f = config.frontier
-  require(config, "frontier.encoders", tuple_of(None, lambda e: e in encoders.names()), f"a tuple of {encoders.names()}")
+  require(config, "frontier.encoders", tuple_of(None, lambda e: e in encoders.names()),
+          f"a tuple of {encoders.names()}")
   for field in ("slots_per_chunk", "pointer_slots_per_chunk", "icae_slots_per_chunk"):
     require(config, f"frontier.{field}", tuple_of(None, int_at_least(1)), "a tuple of positive integers")
   require(config, "frontier.hidden_layers", tuple_of(None, tuple_of(None, int_at_least(0))),

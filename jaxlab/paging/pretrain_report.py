@@ -67,7 +67,8 @@ def write(workdir) -> Path:
        "no-pages token acc", "QA CE"],
       [[r["step"], "" if r["loss"] is None else f"{r['loss']:.4f}", f"{r['val_token_accuracy']:.4f}",
         f"{r['val_exact_chunk_rate']:.4f}", f"{r['val_ae_ce']:.4f}", f"{r['val_continuation_ce']:.4f}",
-        f"{r['val_no_pages_ce']:.4f}", f"{r['val_no_pages_token_accuracy']:.4f}", f"{r.get('val_qa_ce', float('nan')):.4f}"] for r in rows])
+        f"{r['val_no_pages_ce']:.4f}", f"{r['val_no_pages_token_accuracy']:.4f}",
+        f"{r.get('val_qa_ce', float('nan')):.4f}"] for r in rows])
   sections = [
       ("What ran", f"Variant `{config.get('variant')}`: the `{summary['encoder']}` encoder, "
                    f"{summary['slots_per_chunk']} pages per {summary['chunk_tokens']}-token chunk (compression "

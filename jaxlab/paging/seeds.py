@@ -248,8 +248,8 @@ def report(workdir) -> Path:
                    " / ".join(str(part[p]) for p, *_ in parts) + f" / {t['latency_bar']}"])
   o, ot = b["over_seeds"], timing["over_seeds"]
   rows.append(["over seeds", ""]
-              + [f"{figs[f'over_seeds/latent_pager/{p}']['mean']:.4f}; {cell(f'over_seeds/{p}/latent_pager-text_buffer')}"
-                 for p, *_ in parts]
+              + [f"{figs[f'over_seeds/latent_pager/{p}']['mean']:.4f}; "
+                 f"{cell(f'over_seeds/{p}/latent_pager-text_buffer')}" for p, *_ in parts]
               + [figures_lib.ci_text(ot["latency_ratio"], 2),
                  " / ".join(str(o[p]) for p, *_ in parts) + f" / {ot['latency_bar']}"])
   seeds = summary["train_seeds"]

@@ -111,7 +111,8 @@ def sane(pos, vel, config: PhysicsConfig, xp):
   finite = xp.all(xp.isfinite(pos), axis=(1, 2, 3)) & xp.all(xp.isfinite(vel), axis=(1, 2, 3))
   inside = xp.all(xp.abs(xp.nan_to_num(pos)) < config.arena, axis=(1, 2, 3))
   speed = xp.abs(xp.nan_to_num(vel))
-  slow = xp.all(speed[..., :3] < config.max_speed, axis=(1, 2, 3)) & xp.all(speed[..., 3:] < config.max_spin, axis=(1, 2, 3))
+  slow = (xp.all(speed[..., :3] < config.max_speed, axis=(1, 2, 3))
+          & xp.all(speed[..., 3:] < config.max_spin, axis=(1, 2, 3)))
   return finite & inside & slow
 
 

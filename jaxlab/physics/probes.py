@@ -40,8 +40,9 @@ def _replace_next(t: api.Transition, objects, contact=None, broken=None) -> api.
 
 def _drop_pose(sim, action):
   """Object poses [n, k, 7] the drop starts from."""
-  qpos, _, _ = api.start(0, sim.config, np.asarray(sim.obs.objects[..., :7], np.float64).reshape(sim.num_envs, -1),
-                         np.zeros((sim.num_envs, 6 * sim.spec.num_objects)), np.asarray(sim.scene.drop_quat), action, np)
+  poses = np.asarray(sim.obs.objects[..., :7], np.float64).reshape(sim.num_envs, -1)
+  qpos, _, _ = api.start(0, sim.config, poses, np.zeros((sim.num_envs, 6 * sim.spec.num_objects)),
+                         np.asarray(sim.scene.drop_quat), action, np)
   return qpos.reshape(sim.num_envs, -1, 7)
 
 

@@ -97,15 +97,18 @@ def build_xml(stage: int, config: PhysicsConfig) -> str:
       for i, slot in enumerate(lay.slots))
   walls = "\n".join(
       f'<geom type="box" size="{sx} {sy} 0.1" pos="{px} {py} 0.1" contype="1" conaffinity="1" rgba=".8 .8 .8 .3"/>'
-      for sx, sy, px, py in ((0.02, WALL, WALL, 0), (0.02, WALL, -WALL, 0), (WALL, 0.02, 0, WALL), (WALL, 0.02, 0, -WALL)))
+      for sx, sy, px, py in ((0.02, WALL, WALL, 0), (0.02, WALL, -WALL, 0), (WALL, 0.02, 0, WALL),
+                             (WALL, 0.02, 0, -WALL)))
   hand = actuators = ""
   if lay.hand:
     r = HAND_RADIUS
     hand = (f'<body name="hand" pos="0 0 0">'
-            f'<joint name="hand_x" type="slide" axis="1 0 0" range="{lay.hand_x[0]} {lay.hand_x[1]}" damping="{config.hand_damping}"/>'
+            f'<joint name="hand_x" type="slide" axis="1 0 0" range="{lay.hand_x[0]} {lay.hand_x[1]}" '
+            f'damping="{config.hand_damping}"/>'
             f'<joint name="hand_y" type="slide" axis="0 1 0" range="-0.7 0.7" damping="{config.hand_damping}"/>'
             f'<joint name="hand_z" type="slide" axis="0 0 1" range="{r} 0.4" damping="{config.hand_damping}"/>'
-            f'<geom name="hand" type="sphere" size="{r}" mass="0.5" contype="2" conaffinity="0" rgba=".95 .8 .6 1"/></body>')
+            f'<geom name="hand" type="sphere" size="{r}" mass="0.5" contype="2" conaffinity="0" '
+            f'rgba=".95 .8 .6 1"/></body>')
     actuators = "<actuator>" + "".join(
         f'<motor joint="hand_{a}" gear="{config.hand_force}" ctrlrange="-1 1" ctrllimited="true"/>' for a in "xyz"
     ) + "</actuator>"

@@ -124,7 +124,8 @@ def neural_capacity(runs: Runs) -> list[dict]:
              "brain_minus_harness": margins.interval(margins.difference(v["mlp"], v["harness"]), runs.config.seeds)}
       if "mlp_harness" in v:
         row["both_minus_best"] = margins.interval(
-            margins.both(margins.difference(v["mlp_harness"], v["mlp"]), margins.difference(v["mlp_harness"], v["harness"])),
+            margins.both(margins.difference(v["mlp_harness"], v["mlp"]),
+                         margins.difference(v["mlp_harness"], v["harness"])),
             runs.config.seeds)
       out.append(row)
   return out

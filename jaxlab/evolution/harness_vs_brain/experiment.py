@@ -122,7 +122,8 @@ def _primitives(jaxpr) -> set[str]:
 def _uses_lapack(program: sweep.Program, treedef, leaves: tuple) -> bool:
   rows = treedef.unflatten([jax.ShapeDtypeStruct((1, *shape), dtype) for shape, dtype in leaves])
   state = jax.eval_shape(sweep.batch_init(program), rows)
-  traced = jax.make_jaxpr(sweep.batch_init(program))(rows).jaxpr, jax.make_jaxpr(sweep.batch_step(program))(state, 0).jaxpr
+  traced = (jax.make_jaxpr(sweep.batch_init(program))(rows).jaxpr,
+            jax.make_jaxpr(sweep.batch_step(program))(state, 0).jaxpr)
   return any(_primitives(j) & _LAPACK for j in traced)
 
 

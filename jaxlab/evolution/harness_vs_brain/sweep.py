@@ -99,7 +99,8 @@ def elite_metrics(F, F_myopic, selection, deceptive, tool_mask, previous, best, 
   # exact on every instruction set (selected on true F, best_fitness >= elite_fitness always).
   elite_F = F[elite]
   return champion, best, dict(
-      elite_fitness=jnp.minimum(elite_F.mean(), elite_F.max()), best_fitness=best["F"], elite_myopic=F_myopic[elite].mean(),
+      elite_fitness=jnp.minimum(elite_F.mean(), elite_F.max()), best_fitness=best["F"],
+      elite_myopic=F_myopic[elite].mean(),
       deceptive=deceptive[elite].mean(), key_retention=tools[elite, world.KEY].mean(),
       elite_tools=tools[elite].sum(1).mean(),
       turnover=jnp.where(t == 0, 0.0, jaccard))   # the champion's tool set, generation to generation

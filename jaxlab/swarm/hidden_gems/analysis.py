@@ -109,8 +109,8 @@ def claims(runs: Runs) -> list[dict]:
   out.append(cl("A visible tally raises delta (independent: its worlds against random splits)", "0.224",
                 vs("tally", "independent"), grade(margins.difference(d["tally"], d["independent"]))))
   r_ind, r_tal = prec("independent", "raw"), prec("tally", "raw")
-  out.append(cl("A visible tally drops raw gem precision", "0.550 -> 0.342", f"{r_ind.mean():.3f} -> {r_tal.mean():.3f}",
-                grade(margins.difference(r_ind, r_tal))))
+  out.append(cl("A visible tally drops raw gem precision", "0.550 -> 0.342",
+                f"{r_ind.mean():.3f} -> {r_tal.mean():.3f}", grade(margins.difference(r_ind, r_tal))))
   wa = {cond: runs.per_condition("winner_agreement", rho, cond) for cond in ("independent", "tally")}
   out.append(cl("The popular winner jumps: parallel worlds agree less often on the leader under a tally",
                 "jumped between seeds", f"same leader in {wa['independent'].mean():.3f} -> {wa['tally'].mean():.3f} "
@@ -121,7 +121,8 @@ def claims(runs: Runs) -> list[dict]:
   out.append(cl("Frozen g does not chase the broadcast (by construction: g is computed on the independent cohort "
                 "and frozen before any tally is shown, so its precision is the same number in every condition; "
                 "g recomputed on the tally votes for contrast)", "0.708 in every condition",
-                f"{frozen[0]:.3f} in every condition; live g {prec('tally', 'g_live').mean():.3f}", by_construction=True))
+                f"{frozen[0]:.3f} in every condition; live g {prec('tally', 'g_live').mean():.3f}",
+                by_construction=True))
   lo, hi = min(c.rhos), max(c.rhos)
   if lo != hi:
     gain = {r: runs.values("condorcet_gain", r) for r in (lo, hi)}
