@@ -16,10 +16,14 @@ def _scorer(dq=6, d=5, dim=4, seed=0):
   return expansion.Scorer(dq, d, dim, rngs=nnx.Rngs(seed))
 
 
+@nnx.jit
+def _scores(scorer, q, qm, p, pm, key_mask):
+  return scorer(q, qm, scorer.keys(p), key_mask, pm)
+
+
 def _score(scorer, q, qm, p, pm, key_mask=None):
-  keys = scorer.keys(p)
-  key_mask = np.broadcast_to(pm[..., None], keys.shape[:-1]) if key_mask is None else key_mask
-  return np.asarray(scorer(q, qm, keys, key_mask, pm))
+  key_mask = np.broadcast_to(pm[..., None], p.shape[:-1]) if key_mask is None else key_mask
+  return np.asarray(_scores(scorer, q, qm, p, pm, key_mask))
 
 
 def test_scores_ignore_padding_and_the_order_of_a_chunks_pages():

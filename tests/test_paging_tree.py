@@ -23,6 +23,12 @@ def _tree(fanout=2, depth=2):
                        rngs=nnx.Rngs(0))
 
 
+@nnx.jit
+def _read(t, pages, mask):
+  """The tree over `pages` as the pager reads it: one compiled program, not an eager op at a time."""
+  return t(pages, mask)
+
+
 def _pages(real, p=7, seed=0):
   pages = jax.random.normal(jax.random.key(seed), (len(real), p, M, D))
   mask = np.arange(p)[None] < np.array(real)[:, None]
@@ -33,7 +39,7 @@ def test_the_top_level_has_a_node_per_fanout_to_the_depth_chunks():
   assert tree.capacity(3, 2, 12) == 108 and tree.top_nodes(100, 3, 2) == 12 and tree.top_nodes(26, 3, 2) == 3
   assert tree.top_nodes(1, 2, 2) == 1 and tree.top_nodes(9, 3, 2) == 1 and tree.top_nodes(10, 3, 2) == 2
   pages, mask = _pages([7, 5, 1])
-  out, out_mask = _tree()(pages, mask)
+  out, out_mask = _read(_tree(), pages, mask)
   assert out.shape == (3, 2, M, D)                  # 7 chunks -> 4 nodes -> 2 nodes
   assert out_mask.tolist() == [[tree.top_nodes(n, 2, 2) > i for i in range(2)] for n in (7, 5, 1)]
   assert np.isfinite(np.asarray(out)).all()
@@ -42,12 +48,12 @@ def test_the_top_level_has_a_node_per_fanout_to_the_depth_chunks():
 def test_a_node_depends_on_the_chunks_under_it_alone():
   t = _tree()
   pages, mask = _pages([7])
-  base, _ = t(pages, mask)
-  moved, _ = t(pages.at[0, 5].add(1.0), mask)     # chunk 5 sits under top node 1 (chunks 4-7)
+  base, _ = _read(t, pages, mask)
+  moved, _ = _read(t, pages.at[0, 5].add(1.0), mask)     # chunk 5 sits under top node 1 (chunks 4-7)
   assert np.array_equal(np.asarray(base[0, 0]), np.asarray(moved[0, 0]))
   assert not np.allclose(np.asarray(base[0, 1]), np.asarray(moved[0, 1]))
-  padded, _ = t(pages.at[0, 6].add(0.0), mask.at[0, 6].set(False))
-  junk, _ = t(pages.at[0, 6].add(5.0), mask.at[0, 6].set(False))   # a padded chunk changes nothing
+  padded, _ = _read(t, pages.at[0, 6].add(0.0), mask.at[0, 6].set(False))
+  junk, _ = _read(t, pages.at[0, 6].add(5.0), mask.at[0, 6].set(False))   # a padded chunk changes nothing
   assert np.array_equal(np.asarray(padded), np.asarray(junk))
 
 
@@ -55,7 +61,7 @@ def test_at_the_start_a_node_page_is_a_blend_of_its_childrens_pages():
   t = _tree(fanout=3, depth=1)
   v = jax.random.normal(jax.random.key(1), (D,))
   pages = jnp.broadcast_to(v, (1, 6, M, D))
-  out, _ = t(pages, jnp.ones((1, 6), bool))
+  out, _ = _read(t, pages, jnp.ones((1, 6), bool))
   assert np.allclose(np.asarray(out), np.broadcast_to(np.asarray(v), out.shape), atol=1e-5)
 
 
