@@ -191,7 +191,7 @@ class Attention(nnx.Module):
     is returned."""
     cfg = self.cfg
     b, t, _ = x.shape
-    kvh, groups = cfg.num_key_value_heads, cfg.num_attention_heads // cfg.num_key_value_heads
+    kvh = cfg.num_key_value_heads
     q = self.q_norm(self.project("q_proj", x, lora).reshape(b, t, -1, cfg.head_dim))
     k = self.k_norm(self.project("k_proj", x, lora).reshape(b, t, kvh, cfg.head_dim))
     v = self.project("v_proj", x, lora).reshape(b, t, kvh, cfg.head_dim)

@@ -64,7 +64,7 @@ class PhysicsConfig:
       bad("break_window", "an integer >= 1")
     steps = self.steps_per_interaction
     if not (len(steps) == 4 and all(isinstance(s, int) and s >= self.break_window for s in steps)):
-      bad("steps_per_interaction", f"four integers (drop, push, stack, tool) >= break_window")
+      bad("steps_per_interaction", "four integers (drop, push, stack, tool) >= break_window")
     for field in ("drop_height", "friction_scale", "damping_scale", "mass_scale", "gravity", "break_scale"):
       if not _range(getattr(self, field)):
         bad(field, "a finite range (low, high) with 0 < low <= high")

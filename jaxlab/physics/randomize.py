@@ -164,13 +164,6 @@ def _one(key, stage: int, t: Tables):
   return Scene(material.astype(jnp.int32), fields, breaks, qpos, drop_quat, goal)
 
 
-def draw_pure(key, stage: int, t: Tables, first, n: int) -> Scene:
-  """Scenes of envs first .. first+n-1: env i's scene comes from fold_in(key, i) (jittable)."""
-  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(n, dtype=jnp.int32))
-  t = jax.tree.map(jnp.asarray, t)
-  return jax.vmap(lambda k: _one(k, stage, t))(keys)
-
-
 def env_keys(key, first, n: int):
   """The keys of envs first .. first+n-1 of a batch drawn from `key`: env i's is fold_in(key, i)."""
   return jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(n, dtype=jnp.int32))
