@@ -825,9 +825,8 @@ def long_16x_mean_long():
 
 
 def _long_32x_long(encoder: str, init: str):
-  c = long_32x()
-  c.pager.update(dict(encoder=encoder, init=init))
-  c.data.update(dict(test_seed=3033, num_test=600))
+  c = _encoder(long_32x(), encoder, init, 3033)
+  c.data.num_test = 600
   return c
 
 

@@ -9,7 +9,7 @@ import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxlab.core import checkpoint, mesh as mesh_lib
+from jaxlab.core import checkpoint, compile_cache, mesh as mesh_lib
 
 
 class Tiny(nnx.Module):
@@ -83,17 +83,12 @@ def test_a_small_replicated_state_saves_without_compiling_and_restores_bitwise(t
   replicated = NamedSharding(mesh, P())
   state = {f"w{i}": jax.device_put(np.arange(8 * (i + 3), dtype=np.float32).reshape(8, i + 3) / 7, replicated)
            for i in range(4)}
-  compiles, listening = [], [True]   # JAX has no public way to remove a listener
-
-  def listen(event, seconds, **kw):
-    if listening[0] and event == "/jax/core/compile/backend_compile_duration":
-      compiles.append(kw)
-  jax.monitoring.register_event_duration_secs_listener(listen)
+  clock = compile_cache.Clock()
   with checkpoint.Checkpoints(tmp_path / "ckpt", "abc") as ckpt:
     ckpt.save(1, state)
-    listening[0] = False
+    clock.stop()
     back, _ = ckpt.restore(checkpoint.abstract_like(state))
-  assert compiles == []
+  assert "compile" not in clock.seconds
   for k in state:
     assert back[k].sharding.is_fully_replicated
     np.testing.assert_array_equal(np.asarray(back[k]), np.asarray(state[k]))
