@@ -29,15 +29,16 @@ import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers
 from orbax.checkpoint._src.metadata import array_metadata_store  # the default handler's store; no public name
+from orbax.checkpoint._src.serialization import type_handler_registry  # its `add` can skip the override warning
 
 # On CPU and TPU Orbax writes a replicated array in slices, one per replica, each cut by a slice
 # program compiled for its own offsets (hundreds of programs for a small state on 8 devices); an
 # array whose slices would be smaller than this is written whole by one replica. The values saved
 # are the same either way, and a restore reads either layout.
 REPLICA_SLICE_MIN_BYTES = 4 << 20
-ocp.type_handlers.register_type_handler(jax.Array, ocp.type_handlers.ArrayHandler(
+type_handler_registry.GLOBAL_TYPE_HANDLER_REGISTRY.add(jax.Array, ocp.type_handlers.ArrayHandler(
     array_metadata_store=array_metadata_store.Store(), min_slice_bytes_for_replica_parallel=REPLICA_SLICE_MIN_BYTES),
-    override=True)
+    override=True, ignore_warnings=True)   # the override is meant: no warning on every import
 
 
 def fingerprint(*parts) -> str:
