@@ -98,7 +98,7 @@ def np_run(p, n_slots, tasks, rng, population, generations, elite):
       g["tool_mask"], g["sensor_mask"] = kit.copy(), np.ones(NF, bool)
     if not p["evolve_controller"]:
       g["protos"], g["tools"] = pop[0]["protos"].copy(), pop[0]["tools"].copy()
-  history = []
+  history, sel, values = [], None, None              # sel, values: the last generation's evaluation
   for gen in range(generations):                      # loops over generations ...
     if gen:
       order = np.argsort(-sel, kind="stable")
