@@ -3,6 +3,7 @@ evidence chunks, the text buffer's budget rules, and the `references` mode end t
 random Qwen3 of test_latent_pager.py."""
 
 import json
+import logging
 
 import ml_collections
 import numpy as np
@@ -40,6 +41,12 @@ def test_bm25_ranks_the_piece_that_states_the_asked_fact_first():
   scores = retrieval.bm25_scores(pieces, "Who founded Argent Works?")
   assert int(np.argmax(scores)) == 1 and scores[0] == 0.0
   assert not retrieval.bm25_scores(pieces, "xyzzy").any()
+
+
+def test_indexing_a_document_logs_nothing_below_a_warning(caplog):
+  with caplog.at_level(logging.DEBUG):
+    retrieval.bm25_scores(["Argent Works was founded by Quinn Unger.", "Quinn Unger enjoys chess."], "Who founded it?")
+  assert not [r for r in caplog.records if r.name.startswith("bm25s") and r.levelno < logging.WARNING]
 
 
 def test_oracle_chunks_hold_their_evidence_on_long_documents():

@@ -10,10 +10,16 @@ fit the budget, in document order (the order they were written in); ties go to t
 
 from __future__ import annotations
 
+import logging
+
 import bm25s
 import numpy as np
 
 from jaxlab.data.documents import chunk_spans
+
+# bm25s sets its own logger to DEBUG: every per-document index would print a line once anything
+# has configured the root logger (absl's first warning does).
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 def _tokens(texts: list[str]) -> list[list[str]]:
