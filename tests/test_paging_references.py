@@ -13,7 +13,8 @@ from jaxlab.core import config as config_lib
 from jaxlab.data import long_doc_qa as L
 from jaxlab.data.documents import chunk_spans
 from jaxlab.lm import tokenizer as tok_lib
-from jaxlab.paging import data, expansion, experiment, hybrid, pipeline, references, retrieval
+from jaxlab.paging import (arms, data, expansion, experiment, figures, hybrid, long_bar, metrics, pipeline, references,
+                           retrieval)
 from tests.test_latent_pager import _load, tiny_lm_folder
 
 
@@ -124,6 +125,37 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
   wall = {s: np.mean(t["wall_s"]) for s, t in timed["systems"].items()}
   assert np.isclose(timed["ratio"]["ratio_hybrid"]["mean"], wall[chosen] / wall["hybrid"])
   assert "Latency at one question per document" in (workdir / "report.md").read_text()
+
+
+def test_the_long_bar_grades_the_paging_reader_chosen_on_validation(finished):
+  config, workdir = finished
+  summary = json.loads((workdir / "summary.json").read_text())
+  bar, iv = summary["bar"], summary["intervals"]
+  val = [json.loads(line) for line in (workdir / "validation.jsonl").read_text().splitlines()]
+  scores = {r: arms.validation_score(val, r, config.bar.coverage) for r in ("paged", "hybrid")}
+  assert bar["validation_f1_at_coverage"] == scores and scores[bar["chosen"]] == max(scores.values())
+  test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  f1 = lambda s: np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in test if r["answerable"]])
+  for r in ("paged", "hybrid"):   # reader - share x oracle, paired over the answerable questions
+    assert np.isclose(iv[f"f1_raw/{r}-oracle_share"]["diff"], np.mean(f1(r) - config.bar.oracle_share * f1("oracle")),
+                      rtol=0, atol=1e-12)
+  report = (workdir / "report.md").read_text().split("\n## The long-document bar\n")[1]
+  met = {True: "met", False: "not met", None: "n/a"}
+  for part, key, _, how in long_bar.parts(bar["declared"], bar["chosen"], summary["text_buffer"]["chosen"]):
+    graded = long_bar.grade(iv.get(key), how, config.bar.f1_margin)
+    assert f"| {figures.diff_text(iv, key, 3)} | {met[graded]} |" in report, part
+  assert f"{bar['chosen']}: >= 5x lower latency" in report
+
+
+def test_grading_asks_the_whole_interval_on_the_declared_side_and_states_compression():
+  inside, above, below = {"ci": [-0.01, 0.03]}, {"ci": [0.001, 0.03]}, {"ci": [-0.05, -0.001]}
+  assert [long_bar.grade(i, long_bar.ABOVE, 0.02) for i in (inside, above, below)] == [False, True, False]
+  assert [long_bar.grade(i, long_bar.BELOW, 0.02) for i in (inside, above, below)] == [False, False, True]
+  assert [long_bar.grade(i, long_bar.NON_INFERIOR, 0.02) for i in (inside, above, below)] == [True, True, False]
+  assert long_bar.grade(None, long_bar.ABOVE, 0.02) is None and long_bar.grade({"ci": None}, long_bar.ABOVE, 0) is None
+  # Pages at 32x beside one chunk of text: 33 chunks of 96 tokens in 96 tokens of text and 96 soft tokens.
+  c = config_lib.load("configs/latent_pager.py:long_32x_long_mean", [], experiment.validate)
+  assert (long_bar.compression(c, "paged"), long_bar.compression(c, "hybrid")) == (32.0, 16.5)
 
 
 def test_the_first_tokens_rule_answers_as_the_compared_text_buffer_does(finished):

@@ -29,7 +29,8 @@ run's `eval.threshold_rule`. The test split is then answered once by every syste
 `eval.coverages` over every question, hallucination as served (`metrics.category`), with intervals
 of each system minus the chosen text buffer (and of each pair of `VERSUS` that both read); what the
 documents are (tokens, chunks, their ratio to the window); and how often each scored reader's
-chunks hold the evidence.
+chunks hold the evidence. Where a paging reader answers, the long-document bar declared in the
+config is graded for the one chosen on validation (`long_bar`) and ends report.md.
 
 Two paging systems read by the same scorer (`hybrid`): `paged`, the pager reading the pages of
 the top chunks, and `hybrid`, the top chunks as text beside the pages of the next ones; and one
@@ -49,8 +50,8 @@ from jaxlab.core import report as report_lib
 from jaxlab.core.config import from_dict
 from jaxlab.core.stats import bootstrap_claim
 from jaxlab.data.documents import chunk_spans
-from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_lib, hybrid, metrics, pipeline,
-                           reader_timing, retrieval, selective, train as train_lib)
+from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_lib, hybrid, long_bar, metrics,
+                           pipeline, reader_timing, retrieval, selective, train as train_lib)
 from jaxlab.paging.text_buffer import generate_rows, wrap
 
 TEXT_READERS = ("retrieval", "expanded", "iterative", "oracle")
@@ -60,7 +61,7 @@ SCORED = ("expanded", "iterative") + hybrid.SCORED   # the readers that read by 
 # against BM25's, pages added to (or read instead of) the expanded text, and every chunk's pages
 # folded by the tree against the chosen chunks' pages.
 VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("hybrid", "expanded"), ("paged", "expanded"),
-          ("tree", "paged"))
+          ("tree", "paged"), ("paged", "retrieval"), ("hybrid", "retrieval"), ("tree", "retrieval"))
 
 
 def text_buffer_name(keep: str) -> str:
@@ -307,10 +308,12 @@ def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) 
   for s, other in VERSUS:
     if {s, other} <= set(systems):
       differences(s, other, other)
+  declared, share = long_bar.summarize(from_dict(config), val, systems, raw, boots, seed)
+  intervals.update(share)
   return {"experiment": config["experiment"], "variant": config.get("variant"),
           "test_world": data.test_world(data.DataSpec.of(from_dict(config))), "documents": documents,
           "text_buffer": {"validation_f1_at_coverage": scores, "chosen": best, "coverage": coverage},
-          "thresholds": chosen, "figures": figures, "intervals": intervals}
+          "thresholds": chosen, "figures": figures, "intervals": intervals, **({"bar": declared} if declared else {})}
 
 
 def report(workdir) -> Path:
@@ -325,8 +328,9 @@ def report(workdir) -> Path:
     raw = json.loads((workdir / reader_timing.FILE).read_text())
     timed = {**raw, **reader_timing.summarize(raw, config["eval"]["bootstrap"], config["seed"])}
     report_lib.write_json(workdir / reader_timing.FILE, timed)
+  bar = "" if "bar" not in summary else f"\n## The long-document bar\n\n{long_bar.section(summary, timed)}\n"
   path = workdir / "report.md"
-  path.write_text(markdown(config, summary) + ("" if timed is None else "\n" + latency_text(timed)))
+  path.write_text(markdown(config, summary) + ("" if timed is None else "\n" + latency_text(timed)) + bar)
   return path
 
 
