@@ -112,13 +112,18 @@ def arms_of(config: dict) -> dict[str, dict[str, str]]:
   return out
 
 
+def best(scores: dict) -> str:
+  """The key with the highest validation score, the earlier on a tie (`max` keeps the first)."""
+  return max(scores, key=scores.get)
+
+
 def choose(config: dict, loaded: dict) -> dict:
   """{system: {"scores": {arm: validation score}, "chosen": arm}}."""
   coverage = config["bar"]["coverage"]
   out = {}
   for system, arms in arms_of(config).items():
     scores = {a: validation_score(loaded[name][2], system, coverage) for a, name in arms.items()}
-    out[system] = {"scores": scores, "chosen": max(scores, key=lambda a: (scores[a], -list(scores).index(a)))}
+    out[system] = {"scores": scores, "chosen": best(scores)}
   return out
 
 

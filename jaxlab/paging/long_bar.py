@@ -41,7 +41,7 @@ def parts(declared: dict, reader: str, buffer: str) -> list[tuple[str, str, str,
 
 def oracle_share(raw: dict, reader: str, share: float, resamples: int, seed: int) -> dict | None:
   """The paired interval of reader - share x oracle, F1 before abstaining over answerable questions."""
-  return interval(raw[reader], share * raw["oracle"], resamples, seed) if "oracle" in raw else None
+  return interval(raw[reader], share * raw["oracle"], resamples, seed)
 
 
 def compression(config, reader: str) -> float:
@@ -51,12 +51,6 @@ def compression(config, reader: str) -> float:
   chunk, slots = int(config.pages.chunk_tokens), int(config.pager.slots_per_chunk)
   soft = int(config.expansion.tree_nodes) * slots if reader == "tree" else paged * slots
   return (text + paged) * chunk / (text * chunk + soft)
-
-
-def choose(val: list[dict], readers: list[str], coverage: float) -> tuple[str | None, dict]:
-  """(the paging reader with the best validation F1 at `coverage`, the earlier on a tie; each one's)."""
-  scores = {r: arms.validation_score(val, r, coverage) for r in readers}
-  return (max(readers, key=lambda r: (scores[r], -readers.index(r))) if readers else None), scores
 
 
 def grade(iv: dict | None, how: str, margin: float) -> bool | None:
@@ -113,10 +107,9 @@ def summarize(config, val: list[dict], systems: list[str], raw: dict, resamples:
   if not readers or "oracle_share" not in config.bar:   # a run made before the bar was declared in its config
     return {}, {}
   declared = {k: config.bar[k] for k in ("coverage", "f1_margin", "oracle_share", "speedup", "compression")}
-  chosen, scores = choose(val, readers, declared["coverage"])
+  scores = {r: arms.validation_score(val, r, declared["coverage"]) for r in readers}
   intervals = {f"f1_raw/{r}-oracle_share": oracle_share(raw, r, declared["oracle_share"], resamples, seed)
                for r in readers if "oracle" in raw}
-  return ({"declared": declared, "chosen": chosen, "validation_f1_at_coverage": scores,
+  return ({"declared": declared, "chosen": arms.best(scores), "validation_f1_at_coverage": scores,
            "compression": {r: compression(config, r) for r in readers}},
           {k: v for k, v in intervals.items() if v is not None})
-

@@ -269,9 +269,8 @@ def run(config, workdir: Path):
 def chosen_buffer(val: list[dict], systems: list[str], coverage: float) -> tuple[str, dict]:
   """(the text buffer rule with the best validation F1 at `coverage`, the earlier on a tie; every
   rule's score) over validation rows as predictions files hold them."""
-  buffers = [s for s in systems if s.startswith("text_buffer_")]
-  scores = {s: arms.validation_score(val, s, coverage) for s in buffers}
-  return max(buffers, key=lambda s: (scores[s], -buffers.index(s))), scores
+  scores = {s: arms.validation_score(val, s, coverage) for s in systems if s.startswith("text_buffer_")}
+  return arms.best(scores), scores
 
 
 def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) -> dict:
