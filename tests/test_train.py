@@ -7,6 +7,8 @@ import json
 import os
 import signal
 import struct
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -160,6 +162,20 @@ def test_metrics_go_to_json_lines_and_tensorboard(tmp_path):
   assert lines[0] == {"step": 1, "loss": 2.5, "lr": pytest.approx(0.01), "eval": {"f1": 0.25}, "note": "text"}
   events = _events(tmp_path / "tb")
   assert ("loss", 2, 1.5) in events and ("eval/f1", 1, 0.25) in events
+
+
+def test_metrics_do_not_import_torch_and_leave_it_importable(tmp_path):
+  """tensorboardX imports torch where it is installed (the test extra installs it) only to accept torch
+  tensors: 2 s of every training process. Metrics import it without torch, in a fresh process."""
+  code = ("import sys; from jaxlab.core import train\n"
+          f"with train.Metrics({str(tmp_path)!r}, 'log') as m: m.write(1, loss=0.5)\n"
+          "assert 'torch' not in sys.modules, 'torch was imported'\n"
+          "import torch; print(torch.ones(2).sum().item())\n")
+  done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                        env={**os.environ, "JAX_PLATFORMS": "cpu"})
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.split()[-1] == "2.0"
+  assert ("loss", 1, 0.5) in _events(tmp_path / "tb")
 
 
 def test_non_finite_values_stop_with_the_step_named():

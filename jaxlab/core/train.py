@@ -34,6 +34,7 @@ import dataclasses
 import json
 import math
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -56,6 +57,21 @@ def _flatten(scalars: dict, prefix: str = "") -> dict:
   return out
 
 
+def _summary_writer():
+  """tensorboardX's SummaryWriter (imported here: only process 0 writes events), imported without
+  torch: tensorboardX imports torch, where installed, only to accept torch tensors, which costs
+  every process about 2 s; the values written here are Python floats."""
+  if "torch" in sys.modules or "tensorboardX" in sys.modules:
+    from tensorboardX import SummaryWriter
+    return SummaryWriter
+  sys.modules["torch"] = None   # `import torch` raises ImportError, which tensorboardX catches
+  try:
+    from tensorboardX import SummaryWriter
+  finally:
+    del sys.modules["torch"]
+  return SummaryWriter
+
+
 class Metrics:
   """Scalars as JSON lines (`workdir/name.jsonl`) and TensorBoard events (`workdir/tb/`), process 0.
 
@@ -70,9 +86,7 @@ class Metrics:
       workdir = Path(workdir)
       workdir.mkdir(parents=True, exist_ok=True)
       self.log = (workdir / f"{name}.jsonl").open("a")
-      from tensorboardX import SummaryWriter  # imported here: only process 0 writes events
-
-      self.tb = SummaryWriter(str(workdir / "tb"), flush_secs=30)
+      self.tb = _summary_writer()(str(workdir / "tb"), flush_secs=30)
 
   def write(self, step: int, **values) -> None:
     if not self.lead:
