@@ -59,6 +59,10 @@ def test_the_default_folder_and_the_switch(monkeypatch, tmp_path):
   narrow = compile_cache.host_key()
   monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX2")
   assert len({wide, narrow, compile_cache.host_key()}) == 3
+  # ... and entries of another compression: the folder names the codec JAX writes with.
+  from jax._src import compilation_cache as jax_cache
+  codec = "zstd" if (getattr(jax_cache, "zstd", None) or jax_cache.zstandard) is not None else "zlib"
+  assert compile_cache.host_key().endswith(f"-{codec}") and codec == "zstd"   # zstandard is a dependency
   args = main._parser().parse_args(["run", "configs/org_forms.py:smoke", "--workdir", "w", "--no-compile-cache"])
   assert args.no_compile_cache
   assert not main._parser().parse_args(["run", "c.py", "--workdir", "w"]).no_compile_cache

@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import gc
 import hashlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Callable
@@ -45,12 +46,25 @@ def default_dir() -> Path:
 
 
 def host_key() -> str:
-  """What the folder is split by: the CPU threads XLA runs with and XLA_FLAGS. XLA's CPU code
-  depends on its thread pool, which JAX's cache key does not hold, and a program's last bits on
-  the code: one machine's runs with 8 forced devices (more threads) must not hand their programs
-  to its one-device runs."""
+  """What the folder is split by: the CPU threads XLA runs with, XLA_FLAGS and the entries'
+  compression. XLA's CPU code depends on its thread pool, which JAX's cache key does not hold, and
+  a program's last bits on the code: one machine's runs with 8 forced devices (more threads) must
+  not hand their programs to its one-device runs."""
   flags = os.environ.get("XLA_FLAGS", "")
-  return f"threads{cpu_threads.pool_size()}-" + hashlib.sha256(flags.encode()).hexdigest()[:12]
+  return f"threads{cpu_threads.pool_size()}-" + hashlib.sha256(flags.encode()).hexdigest()[:12] + f"-{_codec()}"
+
+
+def _codec() -> str:
+  """How JAX compresses the entries: zstd where it can import it (the `zstandard` dependency,
+  about 8x faster to write than zlib), else zlib; one folder holds one kind, since an entry of the
+  other kind fails to read and is compiled again with a warning."""
+  for module in ("compression.zstd", "zstandard"):
+    try:
+      if importlib.util.find_spec(module):
+        return "zstd"
+    except ModuleNotFoundError:     # `compression` itself is missing before Python 3.14
+      pass
+  return "zlib"
 
 
 def enable(path: Path | None = None, min_compile_s: float = MIN_COMPILE_S) -> Path:
