@@ -5,7 +5,9 @@ Each module provides
   run(config, workdir) compute the sweep (chunked, checkpointed, sharded), save runs.npz, report;
   report(workdir)      rebuild summary.json, report.md and the plots from config.json + runs.npz;
 and may provide
-  evaluate(workdir, data_dir, out)  score a finished run on another data folder (`jaxlab eval`).
+  evaluate(workdir, data_dir, out)  score a finished run on another data folder (`jaxlab eval`);
+  compare(run_a, run_b, system, out)  one system of two finished runs, paired on the same test
+                                      questions (`jaxlab compare`): the lines to print.
 A new experiment adds one line here.
 """
 

@@ -4,6 +4,7 @@
              [--distributed ...]
   jaxlab report DIR
   jaxlab eval DIR --data DATA_DIR --out OUT
+  jaxlab compare RUN_A RUN_B --system NAME [--out FILE.json]
   jaxlab verify DIR | --all [--quick] [--experiment NAME ...] [--record]
   jaxlab receipt DIR
   jaxlab receipts
@@ -20,7 +21,10 @@ line); it also writes DIR/provenance.json (commit, package versions, device, the
 set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
 finished workdir. `eval` scores a finished run on another data folder without training or choosing
 anything again, writing predictions and a report to OUT (experiments with an `evaluate`: the
-latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py). `verify`
+latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py). `compare`
+pairs one system of two finished runs on the same test questions and prints A - B with paired
+intervals, each run's threshold chosen on its own validation answers (jaxlab/paging/pairs.py).
+`verify`
 checks a finished run against the committed receipt of its experiment and variant
 (results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode it matched in,
 and exits 1 naming every row that disagrees; `--all` reruns every receipt's variant first
@@ -66,6 +70,11 @@ def _parser():
   evaluate.add_argument("workdir", help="a finished run")
   evaluate.add_argument("--data", required=True, help="the folder to score (latent_pager: holding test.jsonl)")
   evaluate.add_argument("--out", required=True, help="where the predictions and the report go")
+  compare = sub.add_parser("compare", help="one system of two finished runs, paired on the same test questions")
+  compare.add_argument("run_a", help="a finished run (A in A - B)")
+  compare.add_argument("run_b", help="a finished run on the same test questions")
+  compare.add_argument("--system", required=True, help="the system compared (latent_pager: e.g. hybrid, pager)")
+  compare.add_argument("--out", help="also write the result as JSON here")
   verify = sub.add_parser("verify", help="check a run against its committed receipt")
   verify.add_argument("workdir", nargs="?", help="a finished run (or --all)")
   verify.add_argument("--all", action="store_true", help="rerun every committed receipt's variant and check it")
@@ -193,6 +202,34 @@ def _eval(args) -> int:
   return 0
 
 
+def _compare(args) -> int:
+  """Hands two finished runs of one experiment to its `compare`; every refusal is one line."""
+  from jaxlab import experiments
+
+  names = []
+  for run in (args.run_a, args.run_b):
+    config_path = Path(run) / "config.json"
+    if not config_path.is_file():
+      return _error(f"{config_path} not found: is {run} the workdir of a run?")
+    try:
+      names.append(json.loads(config_path.read_text()).get("experiment"))
+    except ValueError as e:
+      return _error(f"{config_path}: {e}")
+  if names[0] != names[1]:
+    return _error(f"{args.run_a} is a {names[0]} run and {args.run_b} a {names[1]} run: nothing to pair")
+  try:
+    module = experiments.get(names[0])
+  except KeyError as e:
+    return _error(e.args[0])
+  if not hasattr(module, "compare"):
+    return _error(f"the {names[0]} experiment has no `compare`, so `jaxlab compare` cannot pair its runs")
+  try:
+    print(module.compare(args.run_a, args.run_b, args.system, args.out))
+  except (FileNotFoundError, ValueError) as e:
+    return _error((str(e).splitlines() or [type(e).__name__])[0])
+  return 0
+
+
 def _verify(args) -> int:
   from jaxlab.core import compile_cache as cache_lib, receipts
 
@@ -265,6 +302,8 @@ def main(argv=None) -> int:
     return 0
   if args.command == "eval":
     return _eval(args)
+  if args.command == "compare":
+    return _compare(args)
   if args.command == "verify":
     return _verify(args)
   if args.command == "receipts":

@@ -13,8 +13,8 @@ from jaxlab.core import config as config_lib
 from jaxlab.data import long_doc_qa as L
 from jaxlab.data.documents import chunk_spans
 from jaxlab.lm import tokenizer as tok_lib
-from jaxlab.paging import (arms, data, expansion, experiment, figures, hybrid, long_bar, metrics, pipeline, references,
-                           retrieval)
+from jaxlab.paging import (arms, data, expansion, experiment, figures, hybrid, long_bar, metrics, pairs, pipeline,
+                           references, retrieval)
 from tests.test_latent_pager import _load, tiny_lm_folder
 
 
@@ -145,6 +145,62 @@ def test_the_long_bar_grades_the_paging_reader_chosen_on_validation(finished):
     graded = long_bar.grade(iv.get(key), how, config.bar.f1_margin)
     assert f"| {figures.diff_text(iv, key, 3)} | {met[graded]} |" in report, part
   assert f"{bar['chosen']}: >= 5x lower latency" in report
+
+
+def _copy_run(workdir, to, change):
+  """The run's config and answers in `to`, each test and validation row passed through `change`."""
+  to.mkdir()
+  (to / "config.json").write_bytes((workdir / "config.json").read_bytes())
+  for name in ("predictions.jsonl", "validation.jsonl"):
+    rows = [change(json.loads(line)) for line in (workdir / name).read_text().splitlines()]
+    (to / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+  return to
+
+
+def test_compare_pairs_one_system_of_two_runs_as_a_run_pairs_two_of_its_systems(finished, tmp_path, capsys):
+  """Run B: run A with retrieval's answers and confidences as its hybrid's, in both splits. A's hybrid
+  minus B's is then A's hybrid minus A's retrieval, interval for interval as A's summary holds it
+  (B's threshold chosen on B's validation rows); a run against itself differs by zero."""
+  from launch import main
+
+  _, workdir = finished
+  intervals = json.loads((workdir / "summary.json").read_text())["intervals"]
+
+  def as_retrieval(row):
+    for k in ("answers", "confidence"):
+      row[k]["hybrid"] = row[k]["retrieval"]
+    return row
+
+  other = _copy_run(workdir, tmp_path / "b", as_retrieval)
+  out = tmp_path / "pair.json"
+  assert main.main(["compare", str(workdir), str(other), "--system", "hybrid", "--out", str(out)]) == 0
+  result = json.loads(out.read_text())
+  assert result["differences"] == {k.removesuffix("/hybrid-retrieval"): v for k, v in intervals.items()
+                                   if k.endswith("/hybrid-retrieval")}
+  assert len(result["differences"]) == 2 + len(json.loads((workdir / "config.json").read_text())["eval"]["coverages"])
+  printed = capsys.readouterr().out
+  d = result["differences"]["f1_raw"]
+  assert f"A - B f1_raw: {d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]" in printed
+  same = pairs.paired_runs(workdir, workdir, "paged")["differences"]
+  assert all(v["diff"] == 0 for v in same.values() if v is not None)
+
+
+def test_compare_refuses_runs_that_do_not_pair_in_one_line(finished, tmp_path, capsys):
+  from launch import main
+
+  _, workdir = finished
+
+  def reworded(row):
+    row["question"] = row["question"] + " (reworded)" if row["id"].endswith("3") else row["question"]
+    return row
+
+  other = _copy_run(workdir, tmp_path / "b", reworded)
+  assert main.main(["compare", str(workdir), str(other), "--system", "hybrid"]) == 2
+  assert "answered different test questions" in capsys.readouterr().err
+  assert main.main(["compare", str(workdir), str(workdir), "--system", "pager"]) == 2
+  assert "has no answers of 'pager'; its systems: text_buffer_first" in capsys.readouterr().err
+  assert main.main(["compare", str(workdir), str(tmp_path), "--system", "hybrid"]) == 2
+  assert "config.json not found" in capsys.readouterr().err
 
 
 def test_grading_asks_the_whole_interval_on_the_declared_side_and_states_compression():

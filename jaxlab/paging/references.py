@@ -273,35 +273,54 @@ def chosen_buffer(val: list[dict], systems: list[str], coverage: float) -> tuple
   return arms.best(scores), scores
 
 
-def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) -> dict:
-  """summary.json of a `references` run (see the module docstring)."""
-  ev, abstain = config["eval"], config["data"]["abstain_answer"]
-  boots, seed, coverage = ev["bootstrap"], config["seed"], config["bar"]["coverage"]
+def per_question(config: dict, rows: list[dict], val: list[dict]) -> tuple[dict, dict]:
+  """(every system's abstention threshold, chosen on validation; per system, the test arrays its
+  figures come from: `raw` F1 before abstaining (NaN where unanswerable), `halluc` hallucination as
+  served at that threshold, `conf` confidence and `util` answer F1, over every test question)."""
+  abstain = config["data"]["abstain_answer"]
   systems = list(rows[0]["answers"])
-  best, scores = chosen_buffer(val, systems, coverage)
   chosen = analysis.thresholds(val, config, systems)
   final = {s: analysis.final_answers(rows, s, chosen, abstain) for s in systems}
   _, halluc = analysis.served(rows, final, abstain)
   answerable = np.array([r.get("answerable", True) for r in rows])
-  raw = {s: np.where(answerable, v, np.nan) for s, v in analysis.raw_f1(rows, systems).items()}
-  conf = {s: np.array([r["confidence"][s] for r in rows], np.float64) for s in systems}
-  util = {s: np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in rows]) for s in systems}
+  raw = analysis.raw_f1(rows, systems)
+  return chosen, {s: {"raw": np.where(answerable, raw[s], np.nan), "halluc": halluc[s],
+                      "conf": np.array([r["confidence"][s] for r in rows], np.float64),
+                      "util": np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in rows])}
+                  for s in systems}
+
+
+def paired(a: dict, b: dict, coverages, boots: int, seed: int) -> dict:
+  """a - b on the same questions (`per_question`'s arrays of two systems): F1 before abstaining,
+  hallucination as served and F1 at each coverage, each a paired-bootstrap interval."""
+  out = {"f1_raw": figures_lib.interval(a["raw"], b["raw"], boots, seed),
+         "hallucination": figures_lib.interval(a["halluc"], b["halluc"], boots, seed)}
+  for c in coverages:
+    out[f"coverage/{figures_lib.coverage_key(c)}"] = bootstrap_claim(
+        lambda i, c=c: (selective.f1_at_coverage(a["conf"], a["util"], c, i)
+                        - selective.f1_at_coverage(b["conf"], b["util"], c, i)), len(a["conf"]), boots, seed)
+  return out
+
+
+def summarize(config: dict, rows: list[dict], val: list[dict], documents: dict) -> dict:
+  """summary.json of a `references` run (see the module docstring)."""
+  ev = config["eval"]
+  boots, seed, coverage = ev["bootstrap"], config["seed"], config["bar"]["coverage"]
+  systems = list(rows[0]["answers"])
+  best, scores = chosen_buffer(val, systems, coverage)
+  chosen, q = per_question(config, rows, val)
+  raw = {s: q[s]["raw"] for s in systems}
   figures, intervals = {}, {}
 
   def differences(s, other, label):
-    intervals[f"f1_raw/{s}-{label}"] = figures_lib.interval(raw[s], raw[other], boots, seed)
-    intervals[f"hallucination/{s}-{label}"] = figures_lib.interval(halluc[s], halluc[other], boots, seed)
-    for c in ev["coverages"]:
-      intervals[f"coverage/{figures_lib.coverage_key(c)}/{s}-{label}"] = bootstrap_claim(
-          lambda i, c=c: (selective.f1_at_coverage(conf[s], util[s], c, i)
-                          - selective.f1_at_coverage(conf[other], util[other], c, i)), len(rows), boots, seed)
+    intervals.update({f"{k}/{s}-{label}": v for k, v in paired(q[s], q[other], ev["coverages"], boots, seed).items()})
 
   for s in systems:
     figures[f"f1_raw/{s}"] = figures_lib.mean_ci(raw[s], boots, seed)
-    figures[f"hallucination/{s}"] = figures_lib.mean_ci(halluc[s], boots, seed)
+    figures[f"hallucination/{s}"] = figures_lib.mean_ci(q[s]["halluc"], boots, seed)
     for c in ev["coverages"]:
       figures[f"coverage/{figures_lib.coverage_key(c)}/{s}"] = {
-          "mean": float(selective.f1_at_coverage(conf[s], util[s], c)), "n": len(rows)}
+          "mean": float(selective.f1_at_coverage(q[s]["conf"], q[s]["util"], c)), "n": len(rows)}
     if s != best:
       differences(s, best, "text_buffer")
   for s, other in VERSUS:
