@@ -889,6 +889,18 @@ def long_16x_mean_long_fresh():
   return c
 
 
+def long_16x_mean_long_fresh_seed1():
+  """`long_16x_mean_long_fresh` with another training seed (the expansion scorer's initialisation,
+  the pagers' row order and dropout), reading the text references, the oracle and the hybrid:
+  the text buffers and the oracle answer as there (nothing of theirs trains), and the hybrid minus
+  that run's, paired on the same questions (`jaxlab compare`), measures what one training seed moves
+  a hybrid's figures by. A measurement of noise, declared before it runs: no margin, no bar."""
+  c = long_16x_mean_long_fresh()
+  c.train.seed = 1
+  c.references.readers = ("retrieval", "oracle", "hybrid")
+  return c
+
+
 def long_smoke():
   """`long`'s references and expanded reader at the smoke size (the tests' run)."""
   c = smoke()
@@ -931,4 +943,5 @@ def get_config(arg=""):
                       "long_32x_long_slots": long_32x_long_slots, "long_32x_long_mean": long_32x_long_mean,
                       "long_32x_long_mean_fresh": long_32x_long_mean_fresh,
                       "long_16x_mean_long_fresh": long_16x_mean_long_fresh,
+                      "long_16x_mean_long_fresh_seed1": long_16x_mean_long_fresh_seed1,
                       "qwen3_1p7b": qwen3_1p7b, "qwen3_1p7b_repro": qwen3_1p7b_repro})
