@@ -61,14 +61,11 @@ def _read(workdir: Path, system: str):
 def table(result: dict) -> str:
   """The comparison as printed lines."""
   a, b = result["runs"]
-  fmt = lambda d: "n/a" if d is None else (f"{d['diff']:+.3f}" + (f" [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]"
-                                                                   if d.get("ci") else ""))
-  mean = lambda d: "n/a" if d is None else f"{d['mean']:.3f}"
-  lines = [f"{result['system']}, {result['questions']} test questions paired: A = {a}, B = {b}",
-           f"A: F1 before abstaining {mean(result['figures'][0]['f1_raw'])}, "
-           f"hallucination as served {mean(result['figures'][0]['hallucination'])}",
-           f"B: F1 before abstaining {mean(result['figures'][1]['f1_raw'])}, "
-           f"hallucination as served {mean(result['figures'][1]['hallucination'])}"]
-  lines += [f"A - B {name.replace('coverage/', '')}: {fmt(d)}" for name, d in result["differences"].items()]
+  lines = [f"{result['system']}, {result['questions']} test questions paired: A = {a}, B = {b}"]
+  for name, figures in zip("AB", result["figures"]):
+    lines.append(f"{name}: F1 before abstaining {figures_lib.ci_text(figures['f1_raw'], 3)}, "
+                 f"hallucination as served {figures_lib.ci_text(figures['hallucination'], 3)}")
+  differences = result["differences"]
+  lines += [f"A - B {name.replace('coverage/', '')}: {figures_lib.diff_text(differences, name, 3)}"
+            for name in differences]
   return "\n".join(lines)
-
