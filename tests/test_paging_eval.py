@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from jaxlab.paging import data, experiment
+from jaxlab.paging import data, experiment, pairs
 from launch import main
 from tests.test_latent_pager import _load, tiny_lm_folder
 
@@ -111,3 +111,18 @@ def test_an_unfinished_run_is_refused_not_trained(finished, tmp_path, capsys):
   assert code == 2 and f"of {steps[-1]}; finish it" in err and err.count("\n") == 1
   assert {int(p.name) for p in (stopped / "checkpoints").iterdir() if p.name.isdigit()} == set(steps[:-1])
   assert not (tmp_path / "out").exists()
+
+
+def test_compare_pairs_a_comparisons_questions_without_its_probes(finished):
+  """`jaxlab compare` on a `compare` run: its figures are the run's own over the test questions
+  without the consistency probes, and a run against itself differs by zero."""
+  _, workdir = finished
+  figures = json.loads((workdir / "summary.json").read_text())["figures"]
+  rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
+  assert any(r["probe"] for r in rows)
+  result = pairs.paired_runs(workdir, workdir, "latent_pager")
+  assert result["questions"] == sum(not r["probe"] for r in rows)
+  ours = result["figures"][0]
+  assert ours["f1_raw"]["mean"] == pytest.approx(figures["all/latent_pager/f1_raw"]["mean"], abs=1e-12)
+  assert ours["hallucination"]["mean"] == pytest.approx(figures["every/latent_pager/hallucination"]["mean"], abs=1e-12)
+  assert all(d is None or d["diff"] == 0 for d in result["differences"].values())

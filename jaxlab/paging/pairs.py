@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from jaxlab.paging import figures as figures_lib, references
 
 _SAME = ("id", "document", "question", "gold_answer")   # what a test row must share with its pair
@@ -37,10 +39,14 @@ def paired_runs(run_a, run_b, system: str) -> dict:
     raise ValueError(f"{run_a} and {run_b} answered different test questions ({len(keys)} and {len(keys_b)}; "
                      f"the first difference at row {differ}): a paired comparison needs one test world")
   ev = config["eval"]
-  chosen, q = references.per_question(config, rows, val)
-  chosen_b, q_b = references.per_question(config_b, rows_b, val_b)
-  return {"system": system, "runs": [str(run_a), str(run_b)], "questions": len(rows),
-          "thresholds": [chosen[system], chosen_b[system]],
+  (chosen, q), (chosen_b, q_b) = (references.per_question(c, r, v, [system]) for c, r, v in runs)
+  for run, x in zip((run_a, run_b), (q, q_b)):
+    missing = int(np.isnan(x[system]["conf"]).sum())
+    if missing:
+      raise ValueError(f"{run}: {system} gave no answer or confidence on {missing} test questions; "
+                       f"`jaxlab compare` pairs a system that answered every one")
+  return {"system": system, "runs": [str(run_a), str(run_b)], "questions": len(q[system]["conf"]),
+          "thresholds": [chosen.get(system), chosen_b.get(system)],
           "figures": [{"f1_raw": figures_lib.mean_ci(x[system]["raw"], ev["bootstrap"], config["seed"]),
                        "hallucination": figures_lib.mean_ci(x[system]["halluc"], ev["bootstrap"], config["seed"])}
                       for x in (q, q_b)],

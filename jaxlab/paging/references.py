@@ -273,20 +273,21 @@ def chosen_buffer(val: list[dict], systems: list[str], coverage: float) -> tuple
   return arms.best(scores), scores
 
 
-def per_question(config: dict, rows: list[dict], val: list[dict]) -> tuple[dict, dict]:
-  """(every system's abstention threshold, chosen on validation; per system, the test arrays its
-  figures come from: `raw` F1 before abstaining (NaN where unanswerable), `halluc` hallucination as
-  served at that threshold, `conf` confidence and `util` answer F1, over every test question)."""
+def per_question(config: dict, rows: list[dict], val: list[dict], systems=None) -> tuple[dict, dict]:
+  """(each system's abstention threshold, chosen on validation; per system (of `systems`, by
+  default every one), the test arrays its figures come from: `raw` F1 before abstaining (NaN where
+  unanswerable), `halluc` hallucination as served at that threshold, `conf` confidence and `util`
+  answer F1 (each NaN where it gave no answer), over every test question but the consistency probes)."""
   abstain = config["data"]["abstain_answer"]
-  systems = list(rows[0]["answers"])
+  rows = [r for r in rows if not r.get("probe")]
+  systems = list(rows[0]["answers"]) if systems is None else systems
   chosen = analysis.thresholds(val, config, systems)
   final = {s: analysis.final_answers(rows, s, chosen, abstain) for s in systems}
   _, halluc = analysis.served(rows, final, abstain)
   answerable = np.array([r.get("answerable", True) for r in rows])
-  raw = analysis.raw_f1(rows, systems)
-  return chosen, {s: {"raw": np.where(answerable, raw[s], np.nan), "halluc": halluc[s],
-                      "conf": np.array([r["confidence"][s] for r in rows], np.float64),
-                      "util": np.array([metrics.token_f1(r["answers"][s], r["gold_answer"]) for r in rows])}
+  util = analysis.raw_f1(rows, systems)
+  return chosen, {s: {"raw": np.where(answerable, util[s], np.nan), "halluc": halluc[s],
+                      "conf": np.array([r["confidence"].get(s) for r in rows], np.float64), "util": util[s]}
                   for s in systems}
 
 
