@@ -86,7 +86,8 @@ SHIPPED = {"cpu": "latent_pager_pointer", "cpu_slots": "latent_pager_slots",
            "long_32x_long_mean": "latent_pager_mean_32x_long",
            "long_32x_long_mean_fresh": "latent_pager_mean_32x_long",
            "long_16x_mean_long_fresh": "latent_pager_mean_16x_long",
-           "long_16x_mean_long_fresh_seed1": "latent_pager_mean_16x_long"}
+           "long_16x_mean_long_fresh_seed1": "latent_pager_mean_16x_long",
+           "long_16x_mean_long_fresh_seed2": "latent_pager_mean_16x_long"}
 
 
 @pytest.mark.parametrize("variant", sorted(SHIPPED))
