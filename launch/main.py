@@ -24,8 +24,7 @@ anything again, writing predictions and a report to OUT (experiments with an `ev
 latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py). `compare`
 pairs one system of two finished runs on the same test questions and prints A - B with paired
 intervals, each run's threshold chosen on its own validation answers (jaxlab/paging/pairs.py).
-`verify`
-checks a finished run against the committed receipt of its experiment and variant
+`verify` checks a finished run against the committed receipt of its experiment and variant
 (results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode it matched in,
 and exits 1 naming every row that disagrees; `--all` reruns every receipt's variant first
 (`--quick`: the smoke ones), and one that fails to run is reported while the rest are still
@@ -178,19 +177,28 @@ def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None, compi
   return 0
 
 
-def _eval(args) -> int:
-  """Hands a finished run to its experiment's `evaluate`; every refusal is one line."""
+def _experiment_of(workdir) -> tuple[str, object]:
+  """(experiment name, module) of a finished run's config.json; ValueError says why not, in one line."""
   from jaxlab import experiments
-  from jaxlab.core import checkpoint, train
 
-  config_path = Path(args.workdir) / "config.json"
+  config_path = Path(workdir) / "config.json"
   if not config_path.is_file():
-    return _error(f"{config_path} not found: is {args.workdir} the workdir of a run?")
+    raise ValueError(f"{config_path} not found: is {workdir} the workdir of a run?")
   try:
     name = json.loads(config_path.read_text()).get("experiment")
-    module = experiments.get(name)
+    return name, experiments.get(name)
   except (ValueError, KeyError) as e:
-    return _error(f"{config_path}: {e.args[0] if isinstance(e, KeyError) else e}")
+    raise ValueError(f"{config_path}: {e.args[0] if isinstance(e, KeyError) else e}") from None
+
+
+def _eval(args) -> int:
+  """Hands a finished run to its experiment's `evaluate`; every refusal is one line."""
+  from jaxlab.core import checkpoint, train
+
+  try:
+    name, module = _experiment_of(args.workdir)
+  except ValueError as e:
+    return _error(str(e))
   if not hasattr(module, "evaluate"):
     return _error(f"the {name} experiment has no `evaluate`, so `jaxlab eval` cannot score {args.workdir}")
   try:
@@ -204,25 +212,14 @@ def _eval(args) -> int:
 
 def _compare(args) -> int:
   """Hands two finished runs of one experiment to its `compare`; every refusal is one line."""
-  from jaxlab import experiments
-
-  names = []
-  for run in (args.run_a, args.run_b):
-    config_path = Path(run) / "config.json"
-    if not config_path.is_file():
-      return _error(f"{config_path} not found: is {run} the workdir of a run?")
-    try:
-      names.append(json.loads(config_path.read_text()).get("experiment"))
-    except ValueError as e:
-      return _error(f"{config_path}: {e}")
-  if names[0] != names[1]:
-    return _error(f"{args.run_a} is a {names[0]} run and {args.run_b} a {names[1]} run: nothing to pair")
   try:
-    module = experiments.get(names[0])
-  except KeyError as e:
-    return _error(e.args[0])
+    (name, module), (name_b, _) = _experiment_of(args.run_a), _experiment_of(args.run_b)
+  except ValueError as e:
+    return _error(str(e))
+  if name != name_b:
+    return _error(f"{args.run_a} is a {name} run and {args.run_b} a {name_b} run: nothing to pair")
   if not hasattr(module, "compare"):
-    return _error(f"the {names[0]} experiment has no `compare`, so `jaxlab compare` cannot pair its runs")
+    return _error(f"the {name} experiment has no `compare`, so `jaxlab compare` cannot pair its runs")
   try:
     print(module.compare(args.run_a, args.run_b, args.system, args.out))
   except (FileNotFoundError, ValueError) as e:
