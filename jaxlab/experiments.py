@@ -7,7 +7,9 @@ Each module provides
 and may provide
   evaluate(workdir, data_dir, out)  score a finished run on another data folder (`jaxlab eval`);
   compare(run_a, run_b, system, out)  one system of two finished runs, paired on the same test
-                                      questions (`jaxlab compare`): the lines to print.
+                                      questions (`jaxlab compare`): the lines to print;
+  over_seeds(runs, system, against, out)  one system against another over runs that differ in their
+                                        training seed (`jaxlab seeds`): the lines to print.
 A new experiment adds one line here.
 """
 

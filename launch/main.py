@@ -5,6 +5,7 @@
   jaxlab report DIR
   jaxlab eval DIR --data DATA_DIR --out OUT
   jaxlab compare RUN_A RUN_B --system NAME [--out FILE.json]
+  jaxlab seeds RUN RUN [RUN ...] --system NAME --against OTHER [--out FILE.json]
   jaxlab verify DIR | --all [--quick] [--experiment NAME ...] [--record]
   jaxlab receipt DIR
   jaxlab receipts
@@ -23,7 +24,9 @@ finished workdir. `eval` scores a finished run on another data folder without tr
 anything again, writing predictions and a report to OUT (experiments with an `evaluate`: the
 latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py). `compare`
 pairs one system of two finished runs on the same test questions and prints A - B with paired
-intervals, each run's threshold chosen on its own validation answers (jaxlab/paging/pairs.py).
+intervals, each run's threshold chosen on its own validation answers (jaxlab/paging/pairs.py);
+`seeds` grades one system against another over runs of one design that differ in their training
+seed, seed by seed and over the seeds with a nested bootstrap (the same module).
 `verify` checks a finished run against the committed receipt of its experiment and variant
 (results/EXPERIMENT/VARIANT/), entry by entry, prints both provenances and the mode it matched in,
 and exits 1 naming every row that disagrees; `--all` reruns every receipt's variant first
@@ -74,6 +77,12 @@ def _parser():
   compare.add_argument("run_b", help="a finished run on the same test questions")
   compare.add_argument("--system", required=True, help="the system compared (latent_pager: e.g. hybrid, pager)")
   compare.add_argument("--out", help="also write the result as JSON here")
+  seeds = sub.add_parser("seeds", help="one system against another over finished runs that differ in training seed")
+  seeds.add_argument("runs", nargs="+", help="finished runs of one design on the same test questions")
+  seeds.add_argument("--system", required=True, help="the system graded (latent_pager: e.g. hybrid, latent_pager)")
+  seeds.add_argument("--against", required=True,
+                     help="the system it is measured against (latent_pager: e.g. text_buffer, retrieval)")
+  seeds.add_argument("--out", help="also write the result as JSON here")
   verify = sub.add_parser("verify", help="check a run against its committed receipt")
   verify.add_argument("workdir", nargs="?", help="a finished run (or --all)")
   verify.add_argument("--all", action="store_true", help="rerun every committed receipt's variant and check it")
@@ -211,17 +220,24 @@ def _eval(args) -> int:
 
 
 def _compare(args) -> int:
-  """Hands two finished runs of one experiment to its `compare`; every refusal is one line."""
+  """Hands finished runs of one experiment to its `compare` (`jaxlab compare`) or its `seeds`
+  (`jaxlab seeds`); every refusal is one line."""
+  runs = [args.run_a, args.run_b] if args.command == "compare" else args.runs
   try:
-    (name, module), (name_b, _) = _experiment_of(args.run_a), _experiment_of(args.run_b)
+    found = [_experiment_of(run) for run in runs]
   except ValueError as e:
     return _error(str(e))
-  if name != name_b:
-    return _error(f"{args.run_a} is a {name} run and {args.run_b} a {name_b} run: nothing to pair")
-  if not hasattr(module, "compare"):
-    return _error(f"the {name} experiment has no `compare`, so `jaxlab compare` cannot pair its runs")
+  (name, module), other = found[0], next((x for x in found if x[0] != found[0][0]), None)
+  if other is not None:
+    return _error(f"{runs[0]} is a {name} run and {runs[found.index(other)]} a {other[0]} run: nothing to pair")
+  hook = "compare" if args.command == "compare" else "over_seeds"
+  if not hasattr(module, hook):
+    return _error(f"the {name} experiment has no `{hook}`, so `jaxlab {args.command}` cannot pair its runs")
   try:
-    print(module.compare(args.run_a, args.run_b, args.system, args.out))
+    if args.command == "compare":
+      print(module.compare(args.run_a, args.run_b, args.system, args.out))
+    else:
+      print(module.over_seeds(args.runs, args.system, args.against, args.out))
   except (FileNotFoundError, ValueError) as e:
     return _error((str(e).splitlines() or [type(e).__name__])[0])
   return 0
@@ -299,7 +315,7 @@ def main(argv=None) -> int:
     return 0
   if args.command == "eval":
     return _eval(args)
-  if args.command == "compare":
+  if args.command in ("compare", "seeds"):
     return _compare(args)
   if args.command == "verify":
     return _verify(args)

@@ -157,6 +157,13 @@ def _copy_run(workdir, to, change):
   return to
 
 
+def _as_retrieval(row):
+  """A test or validation row whose hybrid answered as its retrieval did."""
+  for k in ("answers", "confidence"):
+    row[k]["hybrid"] = row[k]["retrieval"]
+  return row
+
+
 def test_compare_pairs_one_system_of_two_runs_as_a_run_pairs_two_of_its_systems(finished, tmp_path, capsys):
   """Run B: run A with retrieval's answers and confidences as its hybrid's, in both splits. A's hybrid
   minus B's is then A's hybrid minus A's retrieval, interval for interval as A's summary holds it
@@ -166,12 +173,7 @@ def test_compare_pairs_one_system_of_two_runs_as_a_run_pairs_two_of_its_systems(
   _, workdir = finished
   intervals = json.loads((workdir / "summary.json").read_text())["intervals"]
 
-  def as_retrieval(row):
-    for k in ("answers", "confidence"):
-      row[k]["hybrid"] = row[k]["retrieval"]
-    return row
-
-  other = _copy_run(workdir, tmp_path / "b", as_retrieval)
+  other = _copy_run(workdir, tmp_path / "b", _as_retrieval)
   out = tmp_path / "pair.json"
   assert main.main(["compare", str(workdir), str(other), "--system", "hybrid", "--out", str(out)]) == 0
   result = json.loads(out.read_text())
@@ -201,6 +203,68 @@ def test_compare_refuses_runs_that_do_not_pair_in_one_line(finished, tmp_path, c
   assert "has no answers of 'pager'; its systems: text_buffer_first" in capsys.readouterr().err
   assert main.main(["compare", str(workdir), str(tmp_path), "--system", "hybrid"]) == 2
   assert "config.json not found" in capsys.readouterr().err
+
+
+def _reseeded(workdir, to, seed, change=lambda row: row, **fields):
+  """`_copy_run` with the config's training seed (and any other `section.field`) set."""
+  run = _copy_run(workdir, to, change)
+  config = json.loads((run / "config.json").read_text())
+  for key, value in {"train.seed": seed, **fields}.items():
+    section, field = key.split(".")
+    config[section][field] = value
+  (run / "config.json").write_text(json.dumps(config))
+  return run
+
+
+def test_seeds_grades_a_system_against_another_seed_by_seed_and_over_seeds(finished, tmp_path, capsys):
+  """Three runs of one design: the run, a copy at training seed 1 whose hybrid answered as its
+  retrieval did, and an unchanged copy at seed 2. Seed by seed, hybrid - text_buffer is the
+  run's own summary interval (text_buffer: the rule each run chose on validation; for the second
+  seed, retrieval's interval); over seeds, the observed margins are the means of the seeds'."""
+  from launch import main
+
+  _, workdir = finished
+  intervals = json.loads((workdir / "summary.json").read_text())["intervals"]
+
+  runs = [workdir, _reseeded(workdir, tmp_path / "s1", 1, _as_retrieval), _reseeded(workdir, tmp_path / "s2", 2)]
+  out = tmp_path / "seeds.json"
+  assert main.main(["seeds", *map(str, runs), "--system", "hybrid", "--against", "text_buffer", "--out", str(out)]) == 0
+  result = json.loads(out.read_text())
+  assert result["reference_shared_by_seeds"] and [r["training_seed"] for r in result["per_seed"]][1:] == [1, 2]
+  own = lambda system: {k.removesuffix(f"/{system}-text_buffer"): v for k, v in intervals.items()
+                        if k.endswith(f"/{system}-text_buffer")}
+  per_seed = [r["differences"] for r in result["per_seed"]]
+  assert per_seed == [own("hybrid"), own("retrieval"), own("hybrid")] and len(per_seed[0]) > 2
+  over = result["differences_over_seeds"]
+  assert set(over) == set(per_seed[0])
+  for name in over:
+    assert over[name]["n_seeds"] == 3 and over[name]["ci"][0] <= over[name]["diff"] <= over[name]["ci"][1]
+    assert over[name]["diff"] == pytest.approx(np.mean([d[name]["diff"] for d in per_seed]), abs=1e-12)
+  printed = capsys.readouterr().out
+  d = over["f1_raw"]
+  assert f"hybrid - text_buffer over seeds, f1_raw: {d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]" in printed
+  # The other system trained too: paired with the system seed by seed, not shared.
+  trained = pairs.seed_runs(runs, "retrieval", "hybrid")
+  assert not trained["reference_shared_by_seeds"]
+  assert trained["differences_over_seeds"]["f1_raw"]["diff"] == pytest.approx(
+      np.mean([r["differences"]["f1_raw"]["diff"] for r in trained["per_seed"]]), abs=1e-12)
+
+
+def test_seeds_refuses_what_is_not_one_design_over_seeds_in_one_line(finished, tmp_path, capsys):
+  from launch import main
+
+  _, workdir = finished
+  seed_1 = _reseeded(workdir, tmp_path / "s1", 1)
+  refusals = [([workdir], "it needs two runs or more, got 1"),
+              ([workdir, seed_1, _reseeded(workdir, tmp_path / "again", 1)], "share training seed 1"),
+              ([workdir, _reseeded(workdir, tmp_path / "other", 3, **{"pager.slots_per_chunk": 99})],
+               "differ in pager.slots_per_chunk"),
+              ([workdir, seed_1, "--against", "pager"], "has no answers of 'pager'")]
+  for runs, message in refusals:
+    args = ["seeds", *map(str, runs), "--system", "hybrid"]
+    assert main.main(args + ([] if "--against" in args else ["--against", "retrieval"])) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
 
 
 def test_grading_asks_the_whole_interval_on_the_declared_side_and_states_compression():

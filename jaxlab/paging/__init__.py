@@ -6,12 +6,13 @@ train.py QA fine-tuning on the core training loop; text_buffer.py the baseline; 
 one set of generation settings both systems answer with; metrics.py the answer metrics; data.py the
 questions and consistency probes; timing.py latency and peak memory; analysis.py summary.json,
 reporting.py report.md, plots.py the plots, published.py the published figures; evaluation.py scores
-a finished `compare` run on another JSONL test set (`jaxlab eval`); pairs.py one system across two
-finished runs on the same test questions (`jaxlab compare`).
+a finished `compare` run on another JSONL test set (`jaxlab eval`); pairs.py finished runs compared on
+the same test questions (`jaxlab compare`: one system across two runs; `jaxlab seeds`: one system
+against another over training seeds).
 """
 
 from jaxlab.paging.evaluation import evaluate
 from jaxlab.paging.experiment import report, run, validate
-from jaxlab.paging.pairs import compare
+from jaxlab.paging.pairs import compare, over_seeds
 
-__all__ = ["compare", "evaluate", "report", "run", "validate"]
+__all__ = ["compare", "evaluate", "report", "over_seeds", "run", "validate"]

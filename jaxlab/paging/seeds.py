@@ -38,15 +38,19 @@ def seed_unit_mean(d: np.ndarray):
   return lambda si, ui: d[si[..., :, None], ui[..., None, :]].mean(axis=(-2, -1))
 
 
-def seed_coverage_margin(conf: np.ndarray, util: np.ndarray, text_conf: np.ndarray, text_util: np.ndarray,
+def seed_coverage_margin(conf: np.ndarray, util: np.ndarray, ref_conf: np.ndarray, ref_util: np.ndarray,
                          coverage: float):
-  """The margin function of `nested_bootstrap` for pager - text buffer F1 at `coverage`: each
-  drawn seed's pager answers its most confident share of the drawn questions; the mean over
-  drawn seeds minus the text buffer's on the same questions."""
+  """The margin function of `nested_bootstrap` for a system's F1 at `coverage` minus a
+  reference's: each drawn seed's system answers its most confident share of the drawn questions;
+  the mean over drawn seeds minus the reference's on the same questions. The reference is one run
+  shared by every seed ((units,) arrays: the text buffer of a `seeds` study) or one per seed
+  ((seeds, units), paired with the system seed by seed)."""
   def margin(si, ui):
     rows = si[..., :, None], ui[..., None, :]
-    pager = selective.top_share_mean(conf[rows], util[rows], coverage).mean(axis=-1)
-    return pager - selective.f1_at_coverage(text_conf, text_util, coverage, ui)
+    system = selective.top_share_mean(conf[rows], util[rows], coverage)
+    if np.ndim(ref_conf) == 1:
+      return system.mean(axis=-1) - selective.f1_at_coverage(ref_conf, ref_util, coverage, ui)
+    return (system - selective.top_share_mean(ref_conf[rows], ref_util[rows], coverage)).mean(axis=-1)
   return margin
 
 
