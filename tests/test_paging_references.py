@@ -218,15 +218,21 @@ def _reseeded(workdir, to, seed, change=lambda row: row, **fields):
 
 def test_seeds_grades_a_system_against_another_seed_by_seed_and_over_seeds(finished, tmp_path, capsys):
   """Three runs of one design: the run, a copy at training seed 1 whose hybrid answered as its
-  retrieval did, and an unchanged copy at seed 2. Seed by seed, hybrid - text_buffer is the
-  run's own summary interval (text_buffer: the rule each run chose on validation; for the second
-  seed, retrieval's interval); over seeds, the observed margins are the means of the seeds'."""
+  retrieval did, and one at seed 2 whose hybrid gave every answerable test question its gold
+  answer. Seed by seed, hybrid - text_buffer is the run's own summary interval (text_buffer: the
+  rule each run chose on validation; for seed 1, retrieval's interval), and 1 minus the text
+  buffer's F1 for seed 2; over seeds, the observed margins are the means of the seeds'."""
   from launch import main
 
   _, workdir = finished
   intervals = json.loads((workdir / "summary.json").read_text())["intervals"]
 
-  runs = [workdir, _reseeded(workdir, tmp_path / "s1", 1, _as_retrieval), _reseeded(workdir, tmp_path / "s2", 2)]
+  def gold(row):
+    if "answers" in row and row.get("answerable", True) and not row.get("probe") and row["id"].startswith("test"):
+      row["answers"]["hybrid"] = row["gold_answer"]
+    return row
+
+  runs = [workdir, _reseeded(workdir, tmp_path / "s1", 1, _as_retrieval), _reseeded(workdir, tmp_path / "s2", 2, gold)]
   out = tmp_path / "seeds.json"
   assert main.main(["seeds", *map(str, runs), "--system", "hybrid", "--against", "text_buffer", "--out", str(out)]) == 0
   result = json.loads(out.read_text())
@@ -234,7 +240,12 @@ def test_seeds_grades_a_system_against_another_seed_by_seed_and_over_seeds(finis
   own = lambda system: {k.removesuffix(f"/{system}-text_buffer"): v for k, v in intervals.items()
                         if k.endswith(f"/{system}-text_buffer")}
   per_seed = [r["differences"] for r in result["per_seed"]]
-  assert per_seed == [own("hybrid"), own("retrieval"), own("hybrid")] and len(per_seed[0]) > 2
+  assert per_seed[:2] == [own("hybrid"), own("retrieval")] and len(per_seed[0]) > 2
+  buffer = result["per_seed"][2]["against"]
+  rows = [r for r in map(json.loads, (workdir / "predictions.jsonl").read_text().splitlines())
+          if not r.get("probe") and r.get("answerable", True)]
+  text_f1 = np.mean([metrics.token_f1(r["answers"][buffer], r["gold_answer"]) for r in rows])
+  assert per_seed[2]["f1_raw"]["diff"] == pytest.approx(1 - text_f1, abs=1e-12) and text_f1 < 1
   over = result["differences_over_seeds"]
   assert set(over) == set(per_seed[0])
   for name in over:
@@ -243,6 +254,14 @@ def test_seeds_grades_a_system_against_another_seed_by_seed_and_over_seeds(finis
   printed = capsys.readouterr().out
   d = over["f1_raw"]
   assert f"hybrid - text_buffer over seeds, f1_raw: {d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]" in printed
+  # The long-document bar's answer parts, graded over seeds: three runs that answered alike give
+  # each part the run's own observed difference.
+  same = pairs.seed_runs([workdir, _reseeded(workdir, tmp_path / "c1", 1), _reseeded(workdir, tmp_path / "c2", 2)],
+                         "hybrid", "retrieval")["bar_over_seeds"]
+  assert len(same["intervals"]) == len(same["targets"]) == 5
+  for key, v in same["intervals"].items():
+    assert v["diff"] == pytest.approx(intervals[key]["diff"], abs=1e-12), key
+  assert "the long-document bar over seeds" in printed and len(result["bar_over_seeds"]["targets"]) == 5
   # The other system trained too: paired with the system seed by seed, not shared.
   trained = pairs.seed_runs(runs, "retrieval", "hybrid")
   assert not trained["reference_shared_by_seeds"]

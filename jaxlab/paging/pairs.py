@@ -14,6 +14,8 @@ together, as the `seeds` study grades), so the interval holds the spread between
 well as the questions'. `--against text_buffer` on a `references` run is the text buffer rule that
 run chose on validation. Where the other system answered every question alike in every run (a
 text reader does not train), it is one reference shared by the seeds, as in the `seeds` study.
+On `references` runs that declare the long-document bar, its answer parts for a paging reader
+(`long_bar.parts`) are graded over the seeds the same way.
 
 Each run's thresholds are its own, chosen on its own validation answers; the intervals use the
 first run's `eval.bootstrap` and seed.
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxlab.core.stats import describe, nested_bootstrap
-from jaxlab.paging import figures as figures_lib, references, seeds as seeds_lib
+from jaxlab.paging import figures as figures_lib, hybrid, long_bar, references, seeds as seeds_lib
 
 _SAME = ("id", "document", "question", "gold_answer")   # what a test row must share with its pair
 # What runs of one design may differ in, for `jaxlab seeds`: besides these, one config throughout.
@@ -83,19 +85,8 @@ def seed_runs(runs, system: str, against: str) -> dict:
   scored = [_answered(run, *x, [system, other]) for run, x, other in zip(runs, read, others)]
   config = read[0][0]
   boots, rseed, coverages = config["eval"]["bootstrap"], config["seed"], config["eval"]["coverages"]
-  a = {k: np.stack([q[system][k] for _, q in scored]) for k in ("raw", "halluc", "conf", "util")}
-  b = {k: np.stack([q[other][k] for (_, q), other in zip(scored, others)]) for k in a}
-  shared = all(np.array_equal(b[k][0], b[k][i], equal_nan=True) for k in b for i in range(len(runs)))
-  ref = {k: v[0] for k, v in b.items()} if shared else b
-  answerable = ~np.isnan(a["raw"][0])
-  over = {}
-  for name, key, cols in (("f1_raw", "raw", answerable), ("hallucination", "halluc", slice(None))):
-    d = a[key][:, cols] - (ref[key][cols][None] if shared else ref[key][:, cols])
-    over[name] = nested_bootstrap(seeds_lib.seed_unit_mean(d), len(runs), d.shape[1], boots, rseed)
-  for c in coverages:
-    over[f"coverage/{figures_lib.coverage_key(c)}"] = nested_bootstrap(
-        seeds_lib.seed_coverage_margin(a["conf"], a["util"], ref["conf"], ref["util"], c), len(runs),
-        a["conf"].shape[1], boots, rseed)
+  a = _stacked(scored, [system] * len(runs))
+  over, shared = _nested(a, _stacked(scored, others), coverages, boots, rseed)
   per_seed = [{"run": str(run), "training_seed": seed, "against": other, "thresholds": [chosen.get(system),
                chosen.get(other)],
                "f1_raw": figures_lib.mean_ci(q[system]["raw"], boots, rseed),
@@ -106,7 +97,57 @@ def seed_runs(runs, system: str, against: str) -> dict:
           "reference_shared_by_seeds": bool(shared), "per_seed": per_seed,
           "over_seeds": {"f1_raw": describe(np.nanmean(a["raw"], axis=1)),
                          "hallucination": describe(a["halluc"].mean(axis=1))},
-          "differences_over_seeds": over}
+          "differences_over_seeds": over, **_bar_over_seeds(runs, read, system, a, boots, rseed)}
+
+
+def _stacked(scored, systems) -> dict:
+  """(seeds, questions) arrays of `references.per_question`'s figures, run i's of systems[i]."""
+  return {k: np.stack([q[s][k] for (_, q), s in zip(scored, systems)]) for k in ("raw", "halluc", "conf", "util")}
+
+
+def _nested(a: dict, b: dict, coverages, boots: int, rseed: int) -> tuple[dict, bool]:
+  """(a - b over seeds, nested over seeds and questions: F1 before abstaining over the answerable
+  questions, hallucination as served, F1 at each coverage; whether b is one reference shared by
+  every seed, which it is where it answered alike in every run)."""
+  n = len(a["conf"])
+  shared = all(np.array_equal(b[k][0], b[k][i], equal_nan=True) for k in b for i in range(n))
+  ref = {k: v[0] for k, v in b.items()} if shared else b
+  answerable = ~np.isnan(a["raw"][0])
+  out = {}
+  for name, key, cols in (("f1_raw", "raw", answerable), ("hallucination", "halluc", slice(None))):
+    d = a[key][:, cols] - (ref[key][cols][None] if shared else ref[key][:, cols])
+    out[name] = nested_bootstrap(seeds_lib.seed_unit_mean(d), n, d.shape[1], boots, rseed)
+  for c in coverages:
+    out[f"coverage/{figures_lib.coverage_key(c)}"] = nested_bootstrap(
+        seeds_lib.seed_coverage_margin(a["conf"], a["util"], ref["conf"], ref["util"], c), n, a["conf"].shape[1],
+        boots, rseed)
+  return out, shared
+
+
+def _bar_over_seeds(runs, read, system: str, a: dict, boots: int, rseed: int) -> dict:
+  """{"bar_over_seeds": the long-document bar's answer parts for `system` graded over seeds} where
+  the runs declare that bar (`references` runs) and `system` is a paging reader; {} otherwise."""
+  config = read[0][0]
+  declared = config.get("bar", {})
+  systems = list(read[0][1][0]["answers"]) if read[0][1] else []
+  if system not in hybrid.READERS or "oracle_share" not in declared or not {"retrieval", "oracle"} <= set(systems):
+    return {}
+  declared = {k: declared[k] for k in ("coverage", "f1_margin", "oracle_share", "speedup", "compression")}
+  buffers = [_other(run, c, val, rows, "text_buffer") for run, (c, rows, val) in zip(runs, read)]
+  scored = [_answered(run, *x, [buffer, "retrieval", "oracle"]) for run, x, buffer in zip(runs, read, buffers)]
+  intervals = {}
+  for label, names, coverages in (("text_buffer", buffers, [declared["coverage"]]),
+                                  ("retrieval", ["retrieval"] * len(runs), [])):
+    over, _ = _nested(a, _stacked(scored, names), coverages, boots, rseed)
+    intervals.update({f"{k}/{system}-{label}": v for k, v in over.items()})
+  answerable = ~np.isnan(a["raw"][0])
+  d = a["raw"][:, answerable] - declared["oracle_share"] * _stacked(scored, ["oracle"] * len(runs))["raw"][:, answerable]
+  intervals[f"f1_raw/{system}-oracle_share"] = nested_bootstrap(seeds_lib.seed_unit_mean(d), len(runs), d.shape[1],
+                                                                boots, rseed)
+  buffer = " / ".join(sorted(set(buffers)))
+  keys = [key for _, key, _, _ in long_bar.parts(declared, system, buffer)]
+  return {"bar_over_seeds": {"declared": declared, "intervals": {k: intervals[k] for k in keys},
+                             "targets": long_bar.targets(declared, system, buffer, intervals)}}
 
 
 def _same_questions(runs, rows_of) -> None:
@@ -202,4 +243,10 @@ def seed_table(result: dict) -> str:
   differences = result["differences_over_seeds"]
   lines += [f"{system} - {against} over seeds, {name.replace('coverage/', '')}: "
             f"{figures_lib.diff_text(differences, name, 3)}" for name in differences]
+  bar = result.get("bar_over_seeds")
+  if bar:
+    verdict = {True: "met", False: "not met", None: "cannot be judged"}
+    lines.append(f"the long-document bar over seeds: {sum(r['met'] is True for r in bar['targets'])} of "
+                 f"{len(bar['targets'])} answer parts met (latency is judged per run, from its timing.json)")
+    lines += [f"  {r['target']}: {r['ours']} ({verdict[r['met']]})" for r in bar["targets"]]
   return "\n".join(lines)
