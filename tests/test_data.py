@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import re
+import tempfile
 
 import numpy as np
 import pytest
@@ -110,10 +111,14 @@ def test_pretrain_corpus_keeps_evidence_inside_the_window():
         assert " ".join(fact.split()[:2]) in e["context"]
 
 
-def test_tfds_builds_a_tiny_config_and_reads_it_back(tmp_path, caplog):
+def test_tfds_builds_a_tiny_config_and_reads_it_back(tmp_path, caplog, monkeypatch):
+  temp = tmp_path / "temp"
+  temp.mkdir()
+  monkeypatch.setattr(tempfile, "tempdir", str(temp))
   with caplog.at_level(logging.INFO):
-    builder = L.build(TINY, str(tmp_path))
+    builder = L.build(TINY, str(tmp_path / "data"))
   assert not [r for r in caplog.records if "custom data configuration" in r.getMessage()]   # TFDS's note, dropped
+  assert not list(temp.iterdir())   # no temporary folder left behind
   source = builder.as_data_source()
   assert {k: len(v) for k, v in source.items()} == {"train": 5, "validation": 2, "test": 3}
   # TFDS shuffles records by key on write, so compare in id order.

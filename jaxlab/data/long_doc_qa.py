@@ -199,6 +199,15 @@ class _QuietCustomConfig(logging.Filter):
 logging.getLogger("absl").addFilter(_QuietCustomConfig())
 
 
+class _MadeHere(tfds.core.DatasetInfo):
+  """The set's DatasetInfo. The set is made on this machine, never found on TFDS's bucket, where the
+  base class looks for an unprepared set's info (nothing, with GCS off as by default) after making a
+  temporary folder it never removes: one empty folder per builder."""
+
+  def initialize_from_bucket(self) -> None:
+    return None
+
+
 class LongDocQA(tfds.core.GeneratorBasedBuilder):
   """Synthetic long-document QA (single fact and two-hop) with distractors and a horizon knob."""
 
@@ -229,7 +238,10 @@ class LongDocQA(tfds.core.GeneratorBasedBuilder):
               num_tokens=tfds.features.Tensor(shape=(), dtype=np.int32),
               horizon=tfds.features.Tensor(shape=(), dtype=np.float32),
               distractor_ratio=tfds.features.Tensor(shape=(), dtype=np.float32))
-    return self.dataset_info_from_configs(features=tfds.features.FeaturesDict(features))
+    # `dataset_info_from_configs` with our DatasetInfo class: its description and citation files, if any.
+    metadata = self.get_metadata()
+    found = {k: getattr(metadata, k) for k in ("description", "citation") if getattr(metadata, k)}
+    return _MadeHere(builder=self, features=tfds.features.FeaturesDict(features), **found)
 
   def _split_generators(self, dl_manager):
     del dl_manager  # generated offline: nothing to download
