@@ -24,7 +24,7 @@ from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import train as lm_pretrain
 from jaxlab.lm.generate import Scored
 from jaxlab.paging import (analysis, data, experiment, generation, metrics, model as model_lib, pager as pager_lib,
-                           pages, pipeline, pretrain, retrieval, selective, train)
+                           pages, pairs, pipeline, pretrain, retrieval, selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 from jaxlab.paging.spec import PagerSpec
@@ -717,6 +717,11 @@ def test_seeds_train_apart_on_the_same_data_and_are_graded_over_seeds(run, tiny_
     assert over["n_seeds"] == 2 and over["ci"] is not None
   assert set(summary["bar"]["per_seed"]) == {"0", "1"}
   assert set(summary["bar"]["over_seeds"]) == {"f1_ungated", "f1_at_80", "hallucination", "superior"}
+  # `jaxlab seeds` over the study's runs grades them as the study does.
+  graded = pairs.seed_runs([workdir / "seeds" / f"seed_{s}" for s in (0, 1)], "latent_pager", "text_buffer")
+  assert graded["reference_shared_by_seeds"]
+  for part, key in (("f1_ungated", "f1_raw"), ("f1_at_80", "coverage/f1_at_80"), ("hallucination", "hallucination")):
+    assert graded["differences_over_seeds"][key] == summary["intervals"][f"over_seeds/{part}/latent_pager-text_buffer"]
   timed = json.loads((workdir / "timing.json").read_text())
   assert timed["over_seeds"]["latency_ratio"]["n_seeds"] == 2 and "latency_ratio" not in json.dumps(summary)
   before = (workdir / "summary.json").read_bytes()
