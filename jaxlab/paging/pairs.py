@@ -38,11 +38,7 @@ _MAY_DIFFER = ("variant", "train.seed", "references.readers")
 
 def compare(run_a, run_b, system: str, out=None) -> str:
   """`jaxlab compare`: the lines it prints; with `out`, the whole result also as JSON there."""
-  result = paired_runs(run_a, run_b, system)
-  if out is not None:
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(result, indent=1) + "\n")
-  return table(result)
+  return table(_kept(paired_runs(run_a, run_b, system), out))
 
 
 def paired_runs(run_a, run_b, system: str) -> dict:
@@ -63,11 +59,15 @@ def paired_runs(run_a, run_b, system: str) -> dict:
 
 def over_seeds(runs, system: str, against: str, out=None) -> str:
   """`jaxlab seeds`: the lines it prints; with `out`, the whole result also as JSON there."""
-  result = seed_runs(runs, system, against)
+  return seed_table(_kept(seed_runs(runs, system, against), out))
+
+
+def _kept(result: dict, out) -> dict:
+  """`result`, also written as JSON to `out` unless it is None."""
   if out is not None:
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(result, indent=1) + "\n")
-  return seed_table(result)
+  return result
 
 
 def seed_runs(runs, system: str, against: str) -> dict:
