@@ -2,6 +2,9 @@
 export, and `jaxlab run configs/lm_pretrain.py:smoke` end to end. One short training is shared."""
 
 import json
+import random
+import re
+import string
 
 import jax
 import numpy as np
@@ -135,6 +138,28 @@ def test_window_questions_are_answered_inside_their_window():
 def test_normalize_is_squad_style():
   assert squad.normalize("The  Stonegate Grove.") == squad.normalize("stonegate grove")
   assert squad.normalize("1856") != squad.normalize("1857")
+
+
+def test_normalize_is_the_official_scripts_on_any_text():
+  """`normalize_answer` of SQuAD's evaluate-v1.1.py, transcribed, against ours on random text."""
+  def official(s):
+    def remove_articles(text):
+      return re.sub(r"\b(a|an|the)\b", " ", text)
+
+    def white_space_fix(text):
+      return " ".join(text.split())
+
+    def remove_punc(text):
+      exclude = set(string.punctuation)
+      return "".join(ch for ch in text if ch not in exclude)
+
+    return white_space_fix(remove_articles(remove_punc(s.lower())))
+
+  rng = random.Random(0)
+  alphabet = string.printable + "ÄéßİΣς\u212a—–“”’…　"
+  for _ in range(5000):
+    text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+    assert squad.normalize(text) == official(text), repr(text)
 
 
 def test_jaxlab_run_smoke_end_to_end(tmp_path, capsys):

@@ -10,9 +10,12 @@ import re
 import string
 
 
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
 def normalize(text: str) -> str:
   """SQuAD's answer normalization: lower case, no punctuation, no articles, single spaces."""
-  text = "".join(c for c in text.lower() if c not in string.punctuation)
+  text = text.lower().translate(_PUNCTUATION)   # the official script's character filter, in C
   return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
 
 

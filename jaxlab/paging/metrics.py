@@ -30,6 +30,7 @@ latent-pager code", metrics).
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import re
 
@@ -53,11 +54,17 @@ def _pieces(text: str) -> list[str]:
   return [p.strip() for p in re.split(r"[.!?]+", text) if p.strip()]
 
 
+@functools.lru_cache(maxsize=4096)
+def _words(document: str) -> frozenset:
+  """A document's normalized words, kept: every system's every answer to its questions reads them."""
+  return frozenset(normalize(document).split())
+
+
 def hallucination(prediction: str, document: str, gold: str) -> float:
   claims = [p for p in _pieces(prediction) if len(p.split()) >= 3]
   if not claims:
     return 0.0
-  source, ref = set(normalize(document).split()), set(normalize(gold).split())
+  source, ref = _words(document), set(normalize(gold).split())
   bad = 0
   for claim in claims:
     tokens = set(normalize(claim).split())
@@ -67,7 +74,7 @@ def hallucination(prediction: str, document: str, gold: str) -> float:
 
 
 def hallucination_grounded(prediction: str, document: str, threshold: float = 0.8) -> float:
-  source = set(normalize(document).split())
+  source = _words(document)
   claims = [t for t in (set(normalize(p).split()) - STOPWORDS for p in _pieces(prediction)) if t]
   if not claims:
     return 0.0
