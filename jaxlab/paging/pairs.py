@@ -28,8 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxlab.core import config as config_lib
 from jaxlab.core.stats import describe, nested_bootstrap
 from jaxlab.paging import figures as figures_lib, hybrid, long_bar, references, seeds as seeds_lib
+from jaxlab.paging.spec import training_seed
 
 _SAME = ("id", "document", "question", "gold_answer")   # what a test row must share with its pair
 # What runs of one design may differ in, for `jaxlab seeds`: besides these, one config throughout.
@@ -82,11 +84,18 @@ def seed_runs(runs, system: str, against: str) -> dict:
     raise ValueError(f"two of the runs share training seed {max(trained, key=trained.count)}: the same seed twice "
                      "is one run, not two")
   others = [_other(run, config, val, rows, against) for run, (config, rows, val) in zip(runs, read)]
-  scored = [_answered(run, *x, [system, other]) for run, x, other in zip(runs, read, others)]
+  declared = _declared_bar(read[0], system)
+  buffers = [_other(run, config, val, rows, "text_buffer") for run, (config, rows, val) in zip(runs, read)] \
+      if declared else [None] * len(runs)
+  # Each run's systems scored once: the two compared and, for the bar, its text buffer, retrieval and oracle.
+  scored = [_answered(run, *x, list(dict.fromkeys([system, other] + ([buffer, "retrieval", "oracle"] if declared
+                                                                    else []))))
+            for run, x, other, buffer in zip(runs, read, others, buffers)]
   config = read[0][0]
   boots, rseed, coverages = config["eval"]["bootstrap"], config["seed"], config["eval"]["coverages"]
   a = _stacked(scored, [system] * len(runs))
   over, shared = _nested(a, _stacked(scored, others), coverages, boots, rseed)
+  bar = _bar_over_seeds(declared, system, buffers, scored, a, boots, rseed) if declared else {}
   per_seed = [{"run": str(run), "training_seed": seed, "against": other, "thresholds": [chosen.get(system),
                chosen.get(other)],
                "f1_raw": figures_lib.mean_ci(q[system]["raw"], boots, rseed),
@@ -97,7 +106,7 @@ def seed_runs(runs, system: str, against: str) -> dict:
           "reference_shared_by_seeds": bool(shared), "per_seed": per_seed,
           "over_seeds": {"f1_raw": describe(np.nanmean(a["raw"], axis=1)),
                          "hallucination": describe(a["halluc"].mean(axis=1))},
-          "differences_over_seeds": over, **_bar_over_seeds(runs, read, system, a, boots, rseed)}
+          "differences_over_seeds": over, **bar}
 
 
 def _stacked(scored, systems) -> dict:
@@ -124,26 +133,29 @@ def _nested(a: dict, b: dict, coverages, boots: int, rseed: int) -> tuple[dict, 
   return out, shared
 
 
-def _bar_over_seeds(runs, read, system: str, a: dict, boots: int, rseed: int) -> dict:
-  """{"bar_over_seeds": the long-document bar's answer parts for `system` graded over seeds} where
-  the runs declare that bar (`references` runs) and `system` is a paging reader; {} otherwise."""
-  config = read[0][0]
+def _declared_bar(first_run, system: str) -> dict | None:
+  """The long-document bar the runs declare (`references` runs), where `system` is a paging reader
+  and retrieval and the oracle answered; None otherwise."""
+  config, rows, _ = first_run
   declared = config.get("bar", {})
-  systems = list(read[0][1][0]["answers"]) if read[0][1] else []
+  systems = list(rows[0]["answers"]) if rows else []
   if system not in hybrid.READERS or "oracle_share" not in declared or not {"retrieval", "oracle"} <= set(systems):
-    return {}
-  declared = {k: declared[k] for k in ("coverage", "f1_margin", "oracle_share", "speedup", "compression")}
-  buffers = [_other(run, c, val, rows, "text_buffer") for run, (c, rows, val) in zip(runs, read)]
-  scored = [_answered(run, *x, [buffer, "retrieval", "oracle"]) for run, x, buffer in zip(runs, read, buffers)]
+    return None
+  return {k: declared[k] for k in ("coverage", "f1_margin", "oracle_share", "speedup", "compression")}
+
+
+def _bar_over_seeds(declared: dict, system: str, buffers: list[str], scored, a: dict, boots: int, rseed: int) -> dict:
+  """{"bar_over_seeds": the long-document bar's answer parts for `system` graded over seeds}:
+  against each run's chosen text buffer, retrieval, and the declared share of the oracle's F1."""
+  n = len(buffers)
   intervals = {}
-  for label, names, coverages in (("text_buffer", buffers, [declared["coverage"]]),
-                                  ("retrieval", ["retrieval"] * len(runs), [])):
+  for label, names, coverages in (("text_buffer", buffers, [declared["coverage"]]), ("retrieval", ["retrieval"] * n, [])):
     over, _ = _nested(a, _stacked(scored, names), coverages, boots, rseed)
     intervals.update({f"{k}/{system}-{label}": v for k, v in over.items()})
   answerable = ~np.isnan(a["raw"][0])
-  d = a["raw"][:, answerable] - declared["oracle_share"] * _stacked(scored, ["oracle"] * len(runs))["raw"][:, answerable]
-  intervals[f"f1_raw/{system}-oracle_share"] = nested_bootstrap(seeds_lib.seed_unit_mean(d), len(runs), d.shape[1],
-                                                                boots, rseed)
+  d = a["raw"][:, answerable] - declared["oracle_share"] * _stacked(scored, ["oracle"] * n)["raw"][:, answerable]
+  intervals[f"f1_raw/{system}-oracle_share"] = nested_bootstrap(seeds_lib.seed_unit_mean(d), n, d.shape[1], boots,
+                                                                rseed)
   buffer = " / ".join(sorted(set(buffers)))
   keys = [key for _, key, _, _ in long_bar.parts(declared, system, buffer)]
   return {"bar_over_seeds": {"declared": declared, "intervals": {k: intervals[k] for k in keys},
@@ -172,23 +184,15 @@ def _answered(run, config, rows, val, systems):
   return chosen, q
 
 
-def _flat(tree: dict, prefix: str = "") -> dict:
-  out = {}
-  for k, v in tree.items():
-    out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-  return out
-
-
 def _design_seed(first, first_config: dict, run, config: dict) -> int:
   """The run's training seed (`spec.training_seed`); ValueError naming the first field in which
   its config differs from the first run's, other than `_MAY_DIFFER`."""
-  a, b = _flat(first_config), _flat(config)
-  for field in sorted(set(a) | set(b)):
-    if field not in _MAY_DIFFER and a.get(field) != b.get(field):
-      raise ValueError(f"{first} and {run} differ in {field} ({a.get(field)!r} and {b.get(field)!r}): "
-                       f"`jaxlab seeds` grades runs of one design that differ only in {', '.join(_MAY_DIFFER)}")
-  seed = config.get("train", {}).get("seed", -1)
-  return int(config["seed"] if seed < 0 else seed)
+  differ = [f for f in config_lib.differences(first_config, config) if f not in _MAY_DIFFER]
+  if differ:
+    a, b = (config_lib.fields(c).get(differ[0]) for c in (first_config, config))
+    raise ValueError(f"{first} and {run} differ in {differ[0]} ({a!r} and {b!r}): "
+                     f"`jaxlab seeds` grades runs of one design that differ only in {', '.join(_MAY_DIFFER)}")
+  return training_seed(config_lib.from_dict(config))
 
 
 def _other(run, config: dict, val: list[dict], rows: list[dict], against: str) -> str:
