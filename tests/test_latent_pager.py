@@ -244,6 +244,30 @@ def test_coverage_rule_answers_its_share_and_ties_together():
   assert selective.answered(0.7, 10) == 7 and selective.answered(0.8, 4) == 4
 
 
+def test_recall_rule_abstains_on_the_fewest_questions_that_catch_its_share_of_unanswerable_ones():
+  rng = np.random.default_rng(1)
+  for _ in range(200):
+    n = int(rng.integers(2, 30))
+    conf = rng.integers(0, 6, n).astype(float)       # ties
+    conf[rng.random(n) < 0.2] = -np.inf              # declined answers: never served
+    unans = rng.random(n) < 0.3
+    unans[rng.integers(n)] = True
+    recall = float(rng.choice([0.1, 0.5, 0.6, 1.0]))
+    got = selective.threshold_at_recall(conf, unans, recall)
+    said = ~selective.serves(conf, got["threshold"])
+    assert (unans & said).sum() >= np.ceil(recall * unans.sum() - 1e-9) and got["recall"] == (unans & said).sum() / unans.sum()
+    assert said[conf == -np.inf].all() and got["abstain_rate"] == said.mean()
+    # No higher threshold a confidence can set catches enough: this one abstains least.
+    higher = [t for t in np.unique(np.append(conf[conf > -np.inf], np.inf)) if t < got["threshold"]]
+    assert all((unans & ~selective.serves(conf, t)).sum() < np.ceil(recall * unans.sum() - 1e-9) for t in higher)
+  chosen = selective.choose(["a", "x", "y", "z"], [0.9, 0.2, 0.1, -np.inf], ["a", "b", "unknown", "unknown"], "unknown",
+                            "recall", 0.8, unanswerable=[False, False, True, True], recall=1.0)
+  assert chosen["threshold"] == 0.2 and chosen["coverage"] == 0.5 and chosen["rule"] == "recall"
+  assert chosen["utility"] == pytest.approx(3 / 4)
+  with pytest.raises(ValueError, match="needs unanswerable validation questions"):
+    selective.threshold_at_recall([0.1, 0.2], [False, False], 0.5)
+
+
 def test_f1_at_coverage_aurc_and_auroc_agree_with_their_definitions():
   rng = np.random.default_rng(0)
   conf, util = rng.integers(0, 5, 40).astype(float), rng.random(40)   # ties in confidence
@@ -358,6 +382,10 @@ def test_config_errors_name_the_field():
     config_lib.load("configs/latent_pager.py:smoke", ["--config.pages.chunk_overlap=48"], experiment.validate)
   with pytest.raises(config_lib.ConfigError, match=r"config\.prompts\.pager"):
     config_lib.load("configs/latent_pager.py:smoke", ["--config.prompts.pager=Answer:"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"config\.eval\.threshold_rule: is 'recall', and this config has no eval\.target_recall"):
+    config_lib.load("configs/latent_pager.py:smoke", ["--config.eval.threshold_rule=recall"], experiment.validate)
+  with pytest.raises(config_lib.ConfigError, match=r"config\.eval\.target_recall: must be in \(0, 1\]"):
+    config_lib.load("configs/latent_pager.py:cpu_detect", ["--config.eval.target_recall=1.5"], experiment.validate)
 
 
 

@@ -67,7 +67,8 @@ def thresholds(val: list[dict], config: dict, systems=None) -> dict:
     if keep:
       out[s] = selective.choose([r["answers"][s] for r in keep], [r["confidence"][s] for r in keep],
                                 [r["gold_answer"] for r in keep], abstain, ev["threshold_rule"],
-                                ev["target_coverage"])
+                                ev["target_coverage"], [not r.get("answerable", True) for r in keep],
+                                ev.get("target_recall"))
   return out
 
 

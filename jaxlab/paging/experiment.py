@@ -227,6 +227,12 @@ def validate(config) -> None:
     require(config, "eval.decline_unknown_names", lambda v: isinstance(v, bool), "true or false")
   require(config, "eval.threshold_rule", lambda v: v in selective.RULES, f"one of {selective.RULES}")
   require(config, "eval.target_coverage", lambda v: is_probability(v) and v > 0, "in (0, 1]")
+  if config.eval.threshold_rule == "recall" and "target_recall" not in config.eval:
+    raise ConfigError("eval.threshold_rule", "is 'recall', and this config has no eval.target_recall "
+                      "(use a variant that sets it, e.g. cpu_detect)")
+  if "target_recall" in config.eval:
+    require(config, "eval.target_recall", lambda v: is_probability(v) and v > 0,
+            "in (0, 1]: the share of unanswerable validation questions the rule 'recall' abstains on")
   require(config, "eval.coverages", tuple_of(None, lambda v: is_probability(v) and v > 0),
           "a tuple of shares in (0, 1]")
   require(config, "eval.held_out_wordings", lambda v: isinstance(v, bool),

@@ -16,6 +16,9 @@ system declined it, `generation.served_confidence`) is never served and ranks be
   against its gold answer (an unanswerable question's gold answer is the abstain string, so
   abstaining on it scores 1 and answering it scores 0); ties keep the lowest threshold (abstain
   least). It may abstain on most questions when a system's answers are weak.
+- "recall": the highest threshold (the fewest abstentions, least confident first) whose
+  abstentions hold at least the `eval.target_recall` share of the unanswerable validation
+  questions: an operating point for detecting missing answers, set by how many of them to catch.
 
 F1 at coverage c (`f1_at_coverage`): each system answers its own c most confident share of the
 test questions and the figure is the mean utility over those answered, 1 - the risk at coverage c
@@ -52,26 +55,49 @@ def gate(answers: list[str], confidence, threshold: float, abstain: str) -> list
   return [a if ok else abstain for a, ok in zip(answers, serves(confidence, threshold))]
 
 
+def _cuts(conf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(order, candidates, reachable): the questions least confident first, and for k = 0..n the
+  threshold candidates[k] that abstains on the first k of them and whether a threshold can: one
+  between two equal confidences cannot split them (only the last k of a tie run is reachable), and
+  none serves a declined answer (-inf), so k starts at their count."""
+  order = np.argsort(conf, kind="stable")
+  candidates = np.concatenate([conf[order], [np.inf]])
+  reachable = np.concatenate([[True], conf[order][1:] != conf[order][:-1], [True]])
+  reachable[:int(np.sum(conf == -np.inf))] = False
+  return order, candidates, reachable
+
+
+def _threshold(candidates: np.ndarray, k: int) -> float:
+  return float(-np.inf) if k == 0 else float(candidates[k])
+
+
 def choose_threshold(answers: list[str], confidence, golds: list[str], abstain: str) -> dict:
   """The threshold with the best mean validation utility; {"threshold", "utility", "abstain_rate"}."""
   conf = np.asarray(confidence, np.float64)
   answered = utility(answers, golds)
   abstained = utility([abstain] * len(golds), golds)
-  order = np.argsort(conf, kind="stable")
-  # Threshold t_k = conf[order[k]] abstains on the k least confident questions.
+  order, candidates, reachable = _cuts(conf)
   gains = np.concatenate([[0.0], np.cumsum(abstained[order] - answered[order])])
-  candidates = np.concatenate([conf[order], [np.inf]])
-  # A threshold between two equal confidences cannot split them: only the last k of a tie run is
-  # reachable; none serves a declined answer (-inf), so k starts at their count.
-  reachable = np.concatenate([[True], conf[order][1:] != conf[order][:-1], [True]])
-  reachable[:int(np.sum(conf == -np.inf))] = False
   total = answered.sum() + np.where(reachable, gains, -np.inf)
   k = int(np.argmax(total))  # the first maximum: the fewest abstentions
-  threshold = float(-np.inf) if k == 0 else float(candidates[k])
-  return {"threshold": threshold, "utility": float(total[k] / len(golds)), "abstain_rate": k / len(golds)}
+  return {"threshold": _threshold(candidates, k), "utility": float(total[k] / len(golds)), "abstain_rate": k / len(golds)}
 
 
-RULES = ("coverage", "utility")
+def threshold_at_recall(confidence, unanswerable, recall: float) -> dict:
+  """The highest threshold whose abstentions (least confident first) hold at least the `recall`
+  share of the unanswerable questions; {"threshold", "coverage", "abstain_rate", "recall"}."""
+  conf, unans = np.asarray(confidence, np.float64), np.asarray(unanswerable, bool)
+  if not unans.any():
+    raise ValueError("the threshold rule 'recall' needs unanswerable validation questions, and there are none")
+  order, candidates, reachable = _cuts(conf)
+  caught = np.concatenate([[0], np.cumsum(unans[order])])
+  k = int(np.argmax(reachable & (caught >= np.ceil(round(recall * unans.sum(), 9)))))  # k = n always qualifies
+  served = serves(conf, _threshold(candidates, k))
+  return {"threshold": _threshold(candidates, k), "coverage": float(np.mean(served)),
+          "abstain_rate": float(np.mean(~served)), "recall": float(np.sum(unans & ~served) / unans.sum())}
+
+
+RULES = ("coverage", "utility", "recall")
 
 
 def answered(coverage: float, n: int) -> int:
@@ -90,10 +116,13 @@ def threshold_at_coverage(confidence, coverage: float) -> dict:
   return {"threshold": threshold, "coverage": float(np.mean(served)), "abstain_rate": float(np.mean(~served))}
 
 
-def choose(answers: list[str], confidence, golds: list[str], abstain: str, rule: str, coverage: float) -> dict:
-  """The threshold of `rule` on validation, with its validation utility, coverage and rule."""
-  if rule == "coverage":
-    out = threshold_at_coverage(confidence, coverage)
+def choose(answers: list[str], confidence, golds: list[str], abstain: str, rule: str, coverage: float,
+           unanswerable=None, recall: float | None = None) -> dict:
+  """The threshold of `rule` on validation, with its validation utility, coverage and rule
+  (`unanswerable`, per question, and `recall` for the rule "recall")."""
+  if rule in ("coverage", "recall"):
+    out = (threshold_at_coverage(confidence, coverage) if rule == "coverage"
+           else threshold_at_recall(confidence, unanswerable, recall))
     said = gate(answers, confidence, out["threshold"], abstain)
     return {**out, "utility": float(utility(said, golds).mean()), "rule": rule}
   if rule == "utility":
