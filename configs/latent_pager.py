@@ -380,6 +380,21 @@ def cpu_names():
   return c
 
 
+def cpu_detect():
+  """`cpu_names` serving at an operating point for detecting missing answers: every system's
+  threshold is the highest whose validation abstentions hold 60% of the unanswerable validation
+  questions (`eval.threshold_rule="recall"`), instead of answering 80% of them. 0.6 is the
+  detection goal's recall (0.5) plus the margin a new world needs: over 400 unanswerable questions
+  a recall's 95% interval spans about +-0.05, and validation's own error adds about 0.035. Every
+  answer before gating is `cpu_names`'s (the same training). Declared before its run; its test
+  world (2036) no earlier design has read."""
+  c = cpu_names()
+  c.eval.threshold_rule = "recall"
+  c.eval.target_recall = 0.6
+  c.data.test_seed = 2036
+  return c
+
+
 def pretrain_16x():
   """`pretrain_composed` at 6 pages per 96-token chunk (16x the chunk's tokens; 13.3x the 80 a
   chunk adds past its overlap), the same budget: the encoder that ships in
@@ -930,7 +945,7 @@ def get_config(arg=""):
                       "pretrain_slots": pretrain_slots, "pretrain_wordings": pretrain_wordings,
                       "cpu_wordings": cpu_wordings, "pretrain_composed": pretrain_composed,
                       "cpu_composed": cpu_composed, "cpu_answers": cpu_answers, "cpu_calibrated": cpu_calibrated,
-                      "cpu_last": cpu_last, "cpu_names": cpu_names, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
+                      "cpu_last": cpu_last, "cpu_names": cpu_names, "cpu_detect": cpu_detect, "pretrain_16x": pretrain_16x, "cpu_16x": cpu_16x,
                       "pretrain_32x": pretrain_32x, "cpu_32x": cpu_32x, "frontier": frontier, "rot": rot,
                       "seeds": seeds, "smoke": smoke, "long": long, "long_tree": long_tree,
                       "long_composed": long_composed, "long_16x": long_16x, "long_32x": long_32x,
