@@ -442,9 +442,9 @@ def run(tiny_lm, tmp_path_factory):
     seen["generate"].append((self.settings, prefix_embeds is not None))
     return real["generate"](self, ids, mask, prefix_embeds)
 
-  def choose(answers, confidence, golds, abstain, rule, coverage):
+  def choose(answers, confidence, golds, *args, **kw):
     seen["thresholds"].append(list(golds))
-    return real["choose"](answers, confidence, golds, abstain, rule, coverage)
+    return real["choose"](answers, confidence, golds, *args, **kw)
 
   pre_dir = root / "pretrain"
   with pytest.MonkeyPatch.context() as mp:
