@@ -5,7 +5,7 @@ Every system answers each question and gives a confidence: the pager its suffici
 probability that the pages hold the answer, a text-reading system (text buffer, full context) the
 log-probability of its own greedy answer. Gating replaces the answer by the abstain string when
 the confidence is below a threshold. The threshold is chosen on validation only, the same way for
-every system, by one of two rules (`eval.threshold_rule`); an answer whose confidence is -inf (the
+every system, by one of three rules (`eval.threshold_rule`); an answer whose confidence is -inf (the
 system declined it, `generation.served_confidence`) is never served and ranks below every other:
 
 - "coverage": the threshold that answers the `eval.target_coverage` share of validation questions
