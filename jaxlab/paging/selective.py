@@ -91,7 +91,7 @@ def threshold_at_recall(confidence, unanswerable, recall: float) -> dict:
     raise ValueError("the threshold rule 'recall' needs unanswerable validation questions, and there are none")
   order, candidates, reachable = _cuts(conf)
   caught = np.concatenate([[0], np.cumsum(unans[order])])
-  k = int(np.argmax(reachable & (caught >= np.ceil(round(recall * unans.sum(), 9)))))  # k = n always qualifies
+  k = int(np.argmax(reachable & (caught >= answered(recall, int(unans.sum())))))  # k = n always qualifies
   served = serves(conf, _threshold(candidates, k))
   return {"threshold": _threshold(candidates, k), "coverage": float(np.mean(served)),
           "abstain_rate": float(np.mean(~served)), "recall": float(np.sum(unans & ~served) / unans.sum())}
