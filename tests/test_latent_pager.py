@@ -289,6 +289,20 @@ def test_f1_at_coverage_aurc_and_auroc_agree_with_their_definitions():
   assert np.isnan(selective.auroc([1, 2], [True, True]))
 
 
+def test_sort_keys_order_as_the_confidences_do_ties_and_infinities_included():
+  rng = np.random.default_rng(1)
+  conf = np.concatenate([rng.integers(0, 6, 50) / 4, [-np.inf, np.inf, -0.0, 0.0, np.nan, np.nan]])
+  rng.shuffle(conf)
+  idx = rng.integers(0, len(conf), (9, len(conf)))
+  keys = selective.sort_keys(conf)
+  assert keys.dtype == np.uint16
+  np.testing.assert_array_equal(np.argsort(keys[idx], axis=-1, kind="stable"),
+                                np.argsort(-conf[idx], axis=-1, kind="stable"))
+  many = rng.permutation(70_000).astype(float)   # more distinct confidences than 16 bits hold
+  assert selective.sort_keys(many).dtype == np.int64
+  np.testing.assert_array_equal(np.argsort(selective.sort_keys(many), kind="stable"), np.argsort(-many, kind="stable"))
+
+
 def test_answer_categories_and_hallucination():
   doc = "Mara Okafor was born in Alder Falls. Corvin Systems is headquartered in Birch Ridge."
   kind = lambda a, gold="Alder Falls", ok=True: metrics.category(a, gold, doc, "unknown", ok)

@@ -45,12 +45,16 @@ def seed_coverage_margin(conf: np.ndarray, util: np.ndarray, ref_conf: np.ndarra
   the mean over drawn seeds minus the reference's on the same questions. The reference is one run
   shared by every seed ((units,) arrays: the text buffer of a `seeds` study) or one per seed
   ((seeds, units), paired with the system seed by seed)."""
+  keys, ref_keys = selective.sort_keys(conf), selective.sort_keys(ref_conf)
+  if np.ndim(ref_conf) == 1:
+    ref_util = np.asarray(ref_util, np.float64)
+
   def margin(si, ui):
     rows = si[..., :, None], ui[..., None, :]
-    system = selective.top_share_mean(conf[rows], util[rows], coverage)
+    system = selective.top_share_mean(keys[rows], util[rows], coverage)
     if np.ndim(ref_conf) == 1:
-      return system.mean(axis=-1) - selective.f1_at_coverage(ref_conf, ref_util, coverage, ui)
-    return (system - selective.top_share_mean(ref_conf[rows], ref_util[rows], coverage)).mean(axis=-1)
+      return system.mean(axis=-1) - selective.top_share_mean(ref_keys[ui], ref_util[ui], coverage)
+    return (system - selective.top_share_mean(ref_keys[rows], ref_util[rows], coverage)).mean(axis=-1)
   return margin
 
 
