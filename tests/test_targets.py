@@ -123,6 +123,9 @@ def test_pager_detection_goal_needs_both_intervals_on_its_side():
   assert "not resolved" not in goal((0.59, 0.55, 0.63), (0.9, 0.85, 0.95))["ours"]
   assert goal((0.9, 0.85, 0.95), (0.49, 0.45, 0.53))["met"] is False
   assert "0.620 [0.590, 0.650]" in goal((0.62, 0.59, 0.65), (0.7, 0.65, 0.75))["ours"]
+  verdicts = [pager.detection_verdict(goal(p, r)) for p, r in (((0.7, 0.6, 0.8), (0.6, 0.5, 0.7)),
+              ((0.62, 0.59, 0.65), (0.7, 0.65, 0.75)), ((0.59, 0.55, 0.63), (0.9, 0.85, 0.95)))]
+  assert verdicts == ["met", "not resolved", "not met"]
   # Without intervals (no abstention to resample) the goal is not met, whatever the point estimates.
   assert pager.targets(h, pager.bar(h, DECLARED), DECLARED, fig(0.9, 0.9))[-1]["met"] is False
 

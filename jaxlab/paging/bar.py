@@ -95,6 +95,7 @@ def declared_text(declared: dict) -> str:
 
 
 DETECTION_GOAL = (0.6, 0.5)   # abstain precision (3x the 20% base rate) at abstain recall, for the best system
+POINTS_ONLY = "at the goal on point estimates only, an interval reaching below it: not resolved"
 
 
 def targets(h: dict, b: dict, declared: dict, figures: dict, intervals: dict | None = None) -> list[dict]:
@@ -119,6 +120,12 @@ def targets(h: dict, b: dict, declared: dict, figures: dict, intervals: dict | N
   return out
 
 
+def detection_verdict(target: dict) -> str:
+  """`detection_target`'s verdict in words: met, not resolved (at the goal on point estimates
+  only), or not met."""
+  return "met" if target["met"] else "not resolved" if POINTS_ONLY in target["ours"] else "not met"
+
+
 def detection_target(figures: dict, intervals: dict, where: str = "abstention") -> dict:
   """The goal for detecting missing answers: a system's abstain precision and recall (as served),
   each interval's lower end at or above `DETECTION_GOAL`. `where`: the figures' and intervals'
@@ -139,7 +146,7 @@ def detection_target(figures: dict, intervals: dict, where: str = "abstention") 
       points.append(s)
   text = "; ".join(shown) or "n/a"
   if points and not met:
-    text += " (at the goal on point estimates only, an interval reaching below it: not resolved)"
+    text += f" ({POINTS_ONLY})"
   return report_lib.target(
       "a system detects missing answers", f"the 95% intervals of abstain precision and recall (as served) stay at "
       f"or above {goal['precision']} and {goal['recall']} for the pager or the text buffer",

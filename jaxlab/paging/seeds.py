@@ -184,7 +184,7 @@ def detection_text(summary: dict, runs: dict[int, dict]) -> str:
                                                  "ci": iv[f"over_seeds/abstention/{s}/{k}"]["ci"]}, 3)
                            for k in ("precision", "recall")])
   d = summary["detection"]
-  return (f"Goal: {d['text']}. Over seeds: **{'met' if d['met'] else 'not met'}** ({d['ours']}). Abstentions as "
+  return (f"Goal: {d['text']}. Over seeds: **{bar_lib.detection_verdict(d)}** ({d['ours']}). Abstentions as "
           "served, over every test question; per seed, that run's bootstrap over questions; over seeds, pooled "
           "and nested over seeds and questions.\n\n"
           + report_lib.markdown_table(["training seed", "abstain precision", "abstain recall"], rows))
