@@ -6,6 +6,7 @@ Each module provides
   report(workdir)      rebuild summary.json, report.md and the plots from config.json + runs.npz;
 and may provide
   evaluate(workdir, data_dir, out)  score a finished run on another data folder (`jaxlab eval`);
+  export_test(config, out)  write the config's test data as such a folder (`jaxlab data`);
   compare(run_a, run_b, system, out)  one system of two finished runs, paired on the same test
                                       questions (`jaxlab compare`): the lines to print;
   over_seeds(runs, system, against, out)  one system against another over runs that differ in their

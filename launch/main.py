@@ -4,6 +4,7 @@
              [--distributed ...]
   jaxlab report DIR
   jaxlab eval DIR --data DATA_DIR --out OUT
+  jaxlab data CONFIG.py[:variant] --out DATA_DIR [--config.FIELD=VALUE ...]
   jaxlab compare RUN_A RUN_B --system NAME [--out FILE.json]
   jaxlab seeds RUN RUN [RUN ...] --system NAME --against OTHER [--out FILE.json]
   jaxlab verify DIR | --all [--quick] [--experiment NAME ...] [--record]
@@ -22,7 +23,9 @@ line); it also writes DIR/provenance.json (commit, package versions, device, the
 set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
 finished workdir. `eval` scores a finished run on another data folder without training or choosing
 anything again, writing predictions and a report to OUT (experiments with an `evaluate`: the
-latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py). `compare`
+latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py); `data` writes
+a config's test data as such a folder (experiments with an `export_test`: the latent pager's test
+world, `data.test_seed` and `data.num_test`, with its held-out wordings). `compare`
 pairs one system of two finished runs on the same test questions and prints A - B with paired
 intervals, each run's threshold chosen on its own validation answers (jaxlab/paging/pairs.py);
 `seeds` grades one system against another over runs of one design that differ in their training
@@ -72,6 +75,9 @@ def _parser():
   evaluate.add_argument("workdir", help="a finished run")
   evaluate.add_argument("--data", required=True, help="the folder to score (latent_pager: holding test.jsonl)")
   evaluate.add_argument("--out", required=True, help="where the predictions and the report go")
+  export = sub.add_parser("data", help="write a config's test data as a folder that `jaxlab eval --data` reads")
+  export.add_argument("config", help="path/to/config.py[:variant]")
+  export.add_argument("--out", required=True, help="the folder to write")
   compare = sub.add_parser("compare", help="one system of two finished runs, paired on the same test questions")
   compare.add_argument("run_a", help="a finished run (A in A - B)")
   compare.add_argument("run_b", help="a finished run on the same test questions")
@@ -128,19 +134,45 @@ def _write_atomically(path: Path, text: str) -> None:
   os.replace(tmp, path)
 
 
+def _validate(config) -> None:
+  """The config's experiment named and known, and its fields checked by that experiment."""
+  from jaxlab import experiments
+  from jaxlab.core import config as config_lib
+
+  name = config_lib.require(config, "experiment", lambda v: v in experiments.EXPERIMENTS,
+                            f"one of {sorted(experiments.EXPERIMENTS)}")
+  experiments.get(name).validate(config)
+
+
+def _data(spec: str, overrides, out: Path) -> int:
+  """Writes the test data of `spec` (with `overrides`) to `out` by its experiment's `export_test`;
+  every refusal is one line."""
+  from jaxlab import experiments
+  from jaxlab.core import config as config_lib
+
+  try:
+    config = config_lib.load(spec, overrides, validate=_validate)
+  except config_lib.ConfigError as e:
+    return _error(f"config error: {e}")
+  module = experiments.get(config.experiment)
+  if not hasattr(module, "export_test"):
+    return _error(f"the {config.experiment} experiment has no `export_test`, so `jaxlab data` cannot write its data")
+  try:
+    folder = module.export_test(config, out)
+  except (FileNotFoundError, ValueError) as e:
+    return _error((str(e).splitlines() or [type(e).__name__])[0])
+  print(f"data: {folder}")
+  return 0
+
+
 def _run(spec: str, overrides, workdir: Path, distributed=None, argv=None, compile_cache: bool = True) -> int:
   """Loads and validates `spec`, writes config.json and runs the experiment in `workdir`; prints
   the wall time split into compiling and running."""
   from jaxlab import experiments
   from jaxlab.core import checkpoint, compile_cache as cache_lib, config as config_lib, train
 
-  def validate(config):
-    name = config_lib.require(config, "experiment", lambda v: v in experiments.EXPERIMENTS,
-                              f"one of {sorted(experiments.EXPERIMENTS)}")
-    experiments.get(name).validate(config)
-
   try:
-    config = config_lib.load(spec, overrides, validate=validate)
+    config = config_lib.load(spec, overrides, validate=_validate)
   except config_lib.ConfigError as e:
     return _error(f"config error: {e}")
   if distributed is not None:
@@ -299,8 +331,9 @@ def main(argv=None) -> int:
   from jaxlab.core import cpu_threads  # before JAX starts: forced CPU devices need their own threads
 
   cpu_threads.ensure()
-  if extra and args.command != "run":
-    return _error(f"{args.command} takes no {' '.join(extra)} (config overrides belong to `jaxlab run`)")
+  if extra and args.command not in ("run", "data"):
+    return _error(f"{args.command} takes no {' '.join(extra)} (config overrides belong to `jaxlab run` and "
+                  "`jaxlab data`)")
   # Imports wait until after parsing so `jaxlab --help` is instant.
   if args.command == "report":
     from jaxlab import experiments
@@ -315,6 +348,8 @@ def main(argv=None) -> int:
     return 0
   if args.command == "eval":
     return _eval(args)
+  if args.command == "data":
+    return _data(args.config, extra, Path(args.out))
   if args.command in ("compare", "seeds"):
     return _compare(args)
   if args.command == "verify":

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from jaxlab.core import config as config_lib
 from jaxlab.paging import data, experiment, pairs
 from launch import main
 from tests.test_latent_pager import _load, tiny_lm_folder
@@ -20,6 +21,29 @@ def finished(tmp_path_factory):
   config = _load("smoke", tiny_lm_folder(root / "lm"), workdir)
   experiment.run(config, workdir)
   return config, workdir
+
+
+def test_jaxlab_data_writes_a_configs_test_world_as_eval_reads_it(tmp_path, capsys):
+  overrides = ["--config.data.test_seed=7", "--config.data.num_test=3"]
+  out = tmp_path / "data"
+  assert main.main(["data", "configs/latent_pager.py:smoke", "--out", str(out), *overrides]) == 0
+  assert sorted(p.name for p in out.iterdir()) == ["held_out.jsonl", "test.jsonl", "world.json"]
+  spec = data.DataSpec.of(config_lib.load("configs/latent_pager.py:smoke", overrides))
+  assert json.loads((out / "world.json").read_text()) == data.test_world(spec) and data.test_world(spec)["seed"] == 7
+  direct = data.export_jsonl(data.load(spec, tmp_path, splits=("test",)), tmp_path / "direct",
+                             held_out=data.load_held_out(spec, tmp_path))
+  for name in ("test.jsonl", "held_out.jsonl"):
+    assert (out / name).read_bytes() == (direct / name).read_bytes(), name
+  assert len({json.loads(line)["document"] for line in (out / "test.jsonl").read_text().splitlines()}) == 3
+  # Refusals, one line each: data already in files, an experiment without test data to write, a bad field.
+  capsys.readouterr()
+  for config, extra, said in (("configs/latent_pager.py:smoke", [f"--config.data.jsonl_dir={out}"], "JSONL data already"),
+                              ("configs/org_forms.py", [], "has no `export_test`"),
+                              ("configs/latent_pager.py:smoke", ["--config.data.num_test=0"], "data.num_test")):
+    assert main.main(["data", config, "--out", str(tmp_path / "refused"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1, err
+  assert not (tmp_path / "refused").exists()
 
 
 def _eval(capsys, workdir, folder, out):

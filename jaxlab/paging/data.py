@@ -5,7 +5,8 @@ Synthetic: `jaxlab.data.long_doc_qa` is built (offline, deterministic) with the 
 document lengths, chunk size (words, which sets how far apart multi-hop evidence lies),
 distractor ratio and horizon. JSONL: `data.jsonl_dir` holds train.jsonl, validation.jsonl and
 test.jsonl, read by `jaxlab.data.jsonl.read_jsonl` (a malformed line names file and line);
-`export_jsonl` writes a run's own splits in that layout.
+`export_jsonl` writes a run's own splits in that layout, and `export_test` a config's test world
+(`jaxlab data`: a folder for `jaxlab eval --data`).
 
 Test world: `data.test_seed` >= 0 draws the synthetic test split from its own world seed while
 train and validation stay the run's (`seed`); -1 is the run's seed, the data of runs before the field.
@@ -28,9 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-
 import re
 import string
+import tempfile
 from pathlib import Path
 
 from jaxlab.core import checkpoint
@@ -238,3 +239,17 @@ def export_jsonl(splits: dict[str, list[dict]], folder: str | Path, world: dict 
   if world is not None:
     (folder / WORLD_FILE).write_text(json.dumps(world, indent=1, sort_keys=True) + "\n")
   return folder
+
+
+def export_test(config, folder: str | Path) -> Path:
+  """The config's test split (from its test world, `data.test_seed`: `data.num_test` documents),
+  the same questions in the held-out wordings, and world.json, written to `folder` in the layout
+  `jaxlab eval --data` reads (`export_jsonl`). The synthetic set is built under `data.tfds_dir`, or
+  in a temporary folder where that is "". Returns the folder."""
+  spec = DataSpec.of(config)
+  if spec.jsonl_dir:
+    raise ValueError(f"the config reads JSONL data already (data.jsonl_dir = {spec.jsonl_dir!r}): nothing to write")
+  with tempfile.TemporaryDirectory(prefix="jaxlab-data-") as scratch:
+    workdir = Path(scratch)   # only where the synthetic set is built when data.tfds_dir is ""
+    return export_jsonl(load(spec, workdir, splits=("test",)), folder, world=test_world(spec),
+                        held_out=load_held_out(spec, workdir))
