@@ -81,6 +81,19 @@ def test_the_runs_own_test_split_scores_as_the_run_did(finished, tmp_path, capsy
   assert (out / "report.md").is_file()
 
 
+def test_a_larger_world_is_scored_whole_in_both_wordings(finished, tmp_path, capsys):
+  config, workdir = finished
+  n = config.data.num_test + 2   # more documents than the run read, from a world of their own
+  folder = data.export_test(config_lib.derive(config, {"data.num_test": n, "data.test_seed": 11}), tmp_path / "data")
+  code, err = _eval(capsys, workdir, folder, tmp_path / "out")
+  assert code == 0, err
+  rows = lambda name: [json.loads(line) for line in (tmp_path / "out" / name).read_text().splitlines()]
+  scored, held = rows("predictions.jsonl"), rows("held_out.jsonl")
+  assert [r["id"] for r in held] == [r["id"] for r in scored]
+  assert len({r["document"] for r in scored}) == n
+  assert json.loads((tmp_path / "out" / "evaluated.json").read_text())["documents"] == n
+
+
 def test_test_jsonl_alone_is_enough(finished, tmp_path, capsys):
   config, workdir = finished
   folder = data.export_jsonl(data.load(data.DataSpec.of(config), workdir, splits=("test",)), tmp_path / "data")

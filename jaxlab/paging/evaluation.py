@@ -62,8 +62,8 @@ def evaluate(workdir, data_dir, out) -> Path | None:
   config = config_lib.from_dict(raw)
   scored = {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}
   run_data = data.DataSpec.of(config)
-  scored_data = dataclasses.replace(run_data, jsonl_dir=str(data_dir))
-  test = data.load(scored_data, out, splits=("test",), num_test=None)["test"]
+  scored_data = dataclasses.replace(run_data, jsonl_dir=str(data_dir), num_test=None)   # every document, reworded too
+  test = data.load(scored_data, out, splits=("test",))["test"]
 
   setup = pipeline.Setup(config, workdir)
   splits = {**data.load(run_data, workdir, splits=("train", "validation")), "test": test}
