@@ -15,8 +15,9 @@ records so a longer document or question fits.
 DIR needs only test.jsonl, in the layout `data.jsonl_dir` reads (`jaxlab.data.jsonl`); beside it,
 held_out.jsonl (the same questions in other wordings) is scored too where the run reports held-out
 wordings, and world.json names the world the questions came from (`data.export_jsonl` writes
-both). Every document in test.jsonl is scored (the run's `data.num_test` does not cut it), followed by the consistency
-probes `data.load` appends. OUT gets config.json (the run's, with `data.jsonl_dir` set to DIR),
+both; `jaxlab data`, a config's test world). Every document of test.jsonl and held_out.jsonl is
+scored (the run's `data.num_test` cuts neither), followed by the consistency probes `data.load`
+appends. OUT gets config.json (the run's, with `data.jsonl_dir` set to DIR),
 evaluated.json (the run and the folder scored: its path, test.jsonl's sha256, the question and
 probe counts, how many of its documents the pager trained on), validation.jsonl and history.json
 (copied), predictions.jsonl, timing.json (measured again on DIR's questions by the same
