@@ -23,7 +23,8 @@ line); it also writes DIR/provenance.json (commit, package versions, device, the
 set XLA used, the command line). `report` rebuilds summary.json, report.md and the plots from a
 finished workdir. `eval` scores a finished run on another data folder without training or choosing
 anything again, writing predictions and a report to OUT (experiments with an `evaluate`: the
-latent pager's `compare` runs, on DATA_DIR/test.jsonl; jaxlab/paging/evaluation.py); `data` writes
+latent pager's `compare` runs, on DATA_DIR/test.jsonl, and its `seeds` studies, run by run and
+graded over seeds; jaxlab/paging/evaluation.py); `data` writes
 a config's test data as such a folder (experiments with an `export_test`: the latent pager's test
 world, `data.test_seed` and `data.num_test`, with its held-out wordings). `compare`
 pairs one system of two finished runs on the same test questions and prints A - B with paired

@@ -23,8 +23,8 @@ from jaxlab.data import jsonl, long_doc_qa
 from jaxlab.lm import checkpoint_io
 from jaxlab.lm_pretrain import train as lm_pretrain
 from jaxlab.lm.generate import Scored
-from jaxlab.paging import (analysis, data, experiment, generation, metrics, model as model_lib, pager as pager_lib,
-                           pages, pairs, pipeline, pretrain, retrieval, selective, train)
+from jaxlab.paging import (analysis, data, evaluation, experiment, generation, metrics, model as model_lib,
+                           pager as pager_lib, pages, pairs, pipeline, pretrain, retrieval, selective, train)
 from jaxlab.paging.encoders import SlotEncoder
 from jaxlab.paging.modules import PageAggregator, PageCompressor, Pager
 from jaxlab.paging.spec import PagerSpec
@@ -769,3 +769,15 @@ def test_seeds_train_apart_on_the_same_data_and_are_graded_over_seeds(run, tiny_
   before = (workdir / "summary.json").read_bytes()
   experiment.report(workdir)
   assert (workdir / "summary.json").read_bytes() == before and "over seeds" in (workdir / "report.md").read_text()
+  # `jaxlab eval` on the study scores each seed's run on a data folder and grades them over seeds:
+  # on the study's own test split, the study's summary byte for byte.
+  spec = data.DataSpec.of(config)
+  folder = data.export_jsonl(data.load(spec, workdir, splits=("test",)), tmp_path / "data",
+                             held_out=data.load_held_out(spec, workdir))
+  out = tmp_path / "scored"
+  assert evaluation.evaluate(workdir, folder, out) == out / "report.md"
+  assert (out / "summary.json").read_bytes() == before
+  assert json.loads((out / "config.json").read_text())["data"]["jsonl_dir"] == str(folder.absolute())
+  for s in (0, 1):
+    assert (out / "seeds" / f"seed_{s}" / "predictions.jsonl").read_bytes() == \
+        (workdir / "seeds" / f"seed_{s}" / "predictions.jsonl").read_bytes()

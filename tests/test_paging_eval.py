@@ -37,9 +37,10 @@ def test_jaxlab_data_writes_a_configs_test_world_as_eval_reads_it(tmp_path, caps
   assert len({json.loads(line)["document"] for line in (out / "test.jsonl").read_text().splitlines()}) == 3
   # Refusals, one line each: data already in files, an experiment without test data to write, a bad field.
   capsys.readouterr()
-  for config, extra, said in (("configs/latent_pager.py:smoke", [f"--config.data.jsonl_dir={out}"], "JSONL data already"),
+  smoke = "configs/latent_pager.py:smoke"
+  for config, extra, said in ((smoke, [f"--config.data.jsonl_dir={out}"], "JSONL data already"),
                               ("configs/org_forms.py", [], "has no `export_test`"),
-                              ("configs/latent_pager.py:smoke", ["--config.data.num_test=0"], "data.num_test")):
+                              (smoke, ["--config.data.num_test=0"], "data.num_test")):
     assert main.main(["data", config, "--out", str(tmp_path / "refused"), *extra]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1, err

@@ -1,5 +1,6 @@
 """`jaxlab eval WORKDIR --data DIR --out OUT`: a finished `compare` run scored on another test set,
-with nothing trained and nothing chosen again.
+with nothing trained and nothing chosen again; a finished `seeds` study, each of its runs so
+(OUT/seeds/seed_<s>), then graded over seeds as the study grades its own (`seeds.report`).
 
 From the run: the pager's best-by-validation params (WORKDIR's Orbax checkpoints, read back by
 `pipeline.train_pager(restore_only=True)`: a run short of its last step is refused, never
@@ -37,7 +38,7 @@ from pathlib import Path
 import jax
 
 from jaxlab.core import config as config_lib
-from jaxlab.paging import data, figures as figures_lib, pipeline, reporting as pager_report, text_bridge
+from jaxlab.paging import data, figures as figures_lib, pipeline, reporting as pager_report, seeds, text_bridge
 
 COPIED = ("validation.jsonl", "history.json")
 
@@ -52,14 +53,16 @@ def evaluate(workdir, data_dir, out) -> Path | None:
   if not path.is_file():
     raise FileNotFoundError(f"{path} not found: is {workdir} the workdir of a run?")
   raw = json.loads(path.read_text())
-  if raw.get("experiment") != "latent_pager" or raw.get("mode") != "compare":
+  if raw.get("experiment") != "latent_pager" or raw.get("mode") not in ("compare", "seeds"):
     raise ValueError(f"{workdir} is a {raw.get('experiment')} run in mode {raw.get('mode')!r}; "
-                     "`jaxlab eval` scores a latent_pager run in mode 'compare'")
+                     "`jaxlab eval` scores a latent_pager run in mode 'compare' or a 'seeds' study")
   test_path = data_dir / "test.jsonl"
   if not test_path.is_file():
     raise FileNotFoundError(f"{test_path} not found: --data takes a folder holding test.jsonl")
   if out.absolute() == workdir.absolute():
     raise ValueError(f"--out {out} is the run's own workdir; give a new folder")
+  if raw["mode"] == "seeds":
+    return _study(workdir, raw, data_dir, out)
   config = config_lib.from_dict(raw)
   scored = {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}
   run_data = data.DataSpec.of(config)
@@ -98,3 +101,15 @@ def evaluate(workdir, data_dir, out) -> Path | None:
     pipeline.write_predictions(out / figures_lib.HELD_OUT, *held)
   pipeline.write_test(out, test, answered, timed)
   return pager_report.write(out)
+
+
+def _study(workdir: Path, raw: dict, data_dir: Path, out: Path) -> Path | None:
+  """A finished `seeds` study scored on DIR: each training seed's run by `evaluate`, then the study's
+  config (with `data.jsonl_dir` set to DIR) and its grading over seeds."""
+  for s in raw["seeds"]["train_seeds"]:
+    evaluate(seeds.seed_dir(workdir, s), data_dir, seeds.seed_dir(out, s))
+  if jax.process_index() != 0:
+    return None
+  scored = {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}
+  (out / "config.json").write_text(json.dumps(scored, indent=1, sort_keys=True) + "\n")
+  return seeds.report(out)
