@@ -769,6 +769,7 @@ def test_seeds_train_apart_on_the_same_data_and_are_graded_over_seeds(run, tiny_
   before = (workdir / "summary.json").read_bytes()
   experiment.report(workdir)
   assert (workdir / "summary.json").read_bytes() == before and "over seeds" in (workdir / "report.md").read_text()
+  assert not {"True", "False"} & set((workdir / "report.md").read_text().replace("|", " ").split())   # verdicts in words
   # `jaxlab eval` on the study scores each seed's run on a data folder and grades them over seeds:
   # on the study's own test split, the study's summary byte for byte.
   spec = data.DataSpec.of(config)

@@ -246,6 +246,7 @@ def report(workdir) -> Path:
   parts = bar_lib.bar_parts(config["bar"])
   cell = lambda k: figures_lib.diff_text(iv, k)
   kept_f1 = {s: kept(runs[s]["history"], keep_rule(config.get("train", {})))["val_f1"] for s in runs}
+  word = lambda held: "met" if held else "not met"
   rows = []
   for s in summary["train_seeds"]:
     t, part = timing["per_seed"][str(s)], b["per_seed"][str(s)]
@@ -253,13 +254,13 @@ def report(workdir) -> Path:
                 + [f"{figs[f'seed_{s}/latent_pager/{p}']['mean']:.4f}; {cell(f'seed_{s}/{p}/latent_pager-text_buffer')}"
                    for p, *_ in parts]
                 + [figures_lib.ci_text(t["latency_ratio"], 2) if t["latency_ratio"] else "n/a",
-                   " / ".join(str(part[p]) for p, *_ in parts) + f" / {t['latency_bar']}"])
+                   " / ".join(word(part[p]) for p, *_ in parts) + f" / {word(t['latency_bar'])}"])
   o, ot = b["over_seeds"], timing["over_seeds"]
   rows.append(["over seeds", ""]
               + [f"{figs[f'over_seeds/latent_pager/{p}']['mean']:.4f}; "
                  f"{cell(f'over_seeds/{p}/latent_pager-text_buffer')}" for p, *_ in parts]
               + [figures_lib.ci_text(ot["latency_ratio"], 2),
-                 " / ".join(str(o[p]) for p, *_ in parts) + f" / {ot['latency_bar']}"])
+                 " / ".join(word(o[p]) for p, *_ in parts) + f" / {word(ot['latency_bar'])}"])
   seeds = summary["train_seeds"]
   held = {p: sum(bool(b["per_seed"][str(s)][p]) for s in seeds) for p, *_ in parts}
   held["latency"] = sum(bool(timing["per_seed"][str(s)]["latency_bar"]) for s in seeds)
@@ -274,7 +275,7 @@ def report(workdir) -> Path:
       pager_report.targets_section(summary, timing["over_seeds"], config["bar"]["speedup"]),
       ("The bar per seed and over seeds",
        f"{bar_lib.declared_text(config['bar'])}\n\nOver seeds: "
-       + ", ".join(f"{p} {o[p]}" for p, *_ in parts) + f", latency {ot['latency_bar']}: "
+       + ", ".join(f"{p} {word(o[p])}" for p, *_ in parts) + f", latency {word(ot['latency_bar'])}: "
        f"**{'met' if met else 'not met'}**. Per seed, the parts hold in "
        + ", ".join(f"{held[p]}" for p, *_ in parts) + f" and {held['latency']} of {len(seeds)} runs.\n\n"
        f"Text buffer: {text_figs}. Per seed, the intervals are that run's paired bootstraps over test questions; over "
