@@ -116,6 +116,11 @@ def _error(message: str) -> int:
   return 2
 
 
+def _refuse_with(e: Exception) -> int:
+  """A refusal raised as an exception, in one line: its message's first, or its type's name."""
+  return _error((str(e).splitlines() or [type(e).__name__])[0])
+
+
 def _refuse(workdir: Path, previous: dict, config) -> int:
   from jaxlab.core import config as config_lib
 
@@ -161,7 +166,7 @@ def _data(spec: str, overrides, out: Path) -> int:
   try:
     folder = module.export_test(config, out)
   except (FileNotFoundError, ValueError) as e:
-    return _error((str(e).splitlines() or [type(e).__name__])[0])
+    return _refuse_with(e)
   print(f"data: {folder}")
   return 0
 
@@ -246,7 +251,7 @@ def _eval(args) -> int:
   try:
     path = module.evaluate(args.workdir, args.data, args.out)
   except (FileNotFoundError, ValueError, train.Unfinished, checkpoint.CheckpointMismatch) as e:
-    return _error((str(e).splitlines() or [type(e).__name__])[0])
+    return _refuse_with(e)
   if path is not None:
     print(f"report: {path}")
   return 0
@@ -272,7 +277,7 @@ def _compare(args) -> int:
     else:
       print(module.over_seeds(args.runs, args.system, args.against, args.out))
   except (FileNotFoundError, ValueError) as e:
-    return _error((str(e).splitlines() or [type(e).__name__])[0])
+    return _refuse_with(e)
   return 0
 
 

@@ -64,7 +64,7 @@ def evaluate(workdir, data_dir, out) -> Path | None:
   if raw["mode"] == "seeds":
     return _study(workdir, raw, data_dir, out)
   config = config_lib.from_dict(raw)
-  scored = {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}
+  scored = _on(raw, data_dir)
   run_data = data.DataSpec.of(config)
   scored_data = dataclasses.replace(run_data, jsonl_dir=str(data_dir), num_test=None)   # every document, reworded too
   test = data.load(scored_data, out, splits=("test",))["test"]
@@ -110,6 +110,10 @@ def _study(workdir: Path, raw: dict, data_dir: Path, out: Path) -> Path | None:
     evaluate(seeds.seed_dir(workdir, s), data_dir, seeds.seed_dir(out, s))
   if jax.process_index() != 0:
     return None
-  scored = {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}
-  (out / "config.json").write_text(json.dumps(scored, indent=1, sort_keys=True) + "\n")
+  (out / "config.json").write_text(json.dumps(_on(raw, data_dir), indent=1, sort_keys=True) + "\n")
   return seeds.report(out)
+
+
+def _on(raw: dict, data_dir: Path) -> dict:
+  """The run's config as scored on DIR: `data.jsonl_dir` set to it."""
+  return {**raw, "data": {**raw["data"], "jsonl_dir": str(data_dir)}}

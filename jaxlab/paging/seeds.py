@@ -276,7 +276,7 @@ def report(workdir) -> Path:
       ("The bar per seed and over seeds",
        f"{bar_lib.declared_text(config['bar'])}\n\nOver seeds: "
        + ", ".join(f"{p} {word(o[p])}" for p, *_ in parts) + f", latency {word(ot['latency_bar'])}: "
-       f"**{'met' if met else 'not met'}**. Per seed, the parts hold in "
+       f"**{word(met)}**. Per seed, the parts hold in "
        + ", ".join(f"{held[p]}" for p, *_ in parts) + f" and {held['latency']} of {len(seeds)} runs.\n\n"
        f"Text buffer: {text_figs}. Per seed, the intervals are that run's paired bootstraps over test questions; over "
        "seeds, a nested bootstrap resampling seeds and questions together "
