@@ -170,22 +170,25 @@ def auroc(confidence, positive, idx=None) -> np.ndarray:
     return np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
 
 
+def _risk(keys: np.ndarray, loss: np.ndarray) -> np.ndarray:
+  """The risk curve over the last axis of gathered (..., n) arrays, `keys` from `sort_keys`: the
+  mean loss of the k most confident answers, for k = 1..n."""
+  order = np.argsort(keys, axis=-1, kind="stable")
+  return np.cumsum(np.take_along_axis(loss, order, axis=-1), axis=-1) / np.arange(1, keys.shape[-1] + 1)
+
+
 def risk_coverage(confidence, loss) -> dict:
   """{"coverage", "risk"} step curve (most confident first) and its "aurc"."""
-  conf, loss = np.asarray(confidence, np.float64), np.asarray(loss, np.float64)
-  order = np.argsort(-conf, kind="stable")
-  n = np.arange(1, len(loss) + 1)
-  risk = np.cumsum(loss[order]) / n
-  return {"coverage": (n / len(loss)).tolist(), "risk": risk.tolist(), "aurc": float(risk.mean())}
+  risk = _risk(sort_keys(confidence), np.asarray(loss, np.float64))
+  n = np.arange(1, len(risk) + 1)
+  return {"coverage": (n / len(risk)).tolist(), "risk": risk.tolist(), "aurc": float(risk.mean())}
 
 
 def aurc(confidence, loss, idx=None) -> np.ndarray:
   """`risk_coverage`'s AURC, per resample of `idx` (..., n)."""
   keys, loss = sort_keys(confidence), np.asarray(loss, np.float64)
   idx = np.arange(len(keys)) if idx is None else np.asarray(idx)
-  order = np.argsort(keys[idx], axis=-1, kind="stable")
-  risk = np.cumsum(np.take_along_axis(loss[idx], order, axis=-1), axis=-1) / np.arange(1, idx.shape[-1] + 1)
-  return risk.mean(axis=-1)
+  return _risk(keys[idx], loss[idx]).mean(axis=-1)
 
 
 def abstained(answers: list[str], abstain: str) -> np.ndarray:
