@@ -83,7 +83,7 @@ def repro():
       hidden_layers=(1, 2, 3, 4), pooling="last_token",
       chunk_tokens=96, chunk_overlap=16,  # the base model's context is 256 tokens
       batch_size=64,                # chunks per call: the pager's forward and the text buffer's extraction
-      max_pages=0,                  # 0: the most chunks of any document
+      max_pages=0,                  # 0: the most chunks of a train or validation document (answering: its own)
       store_dir="checkpoints/latent_pager_pages"))   # shared across runs; "" = WORKDIR/page_store
   c.pager = ml_collections.ConfigDict(dict(
       encoder="pooled",             # pooled (published) | slots | pointer | mean | icae | a registered one

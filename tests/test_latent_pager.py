@@ -10,6 +10,7 @@ and on the threshold choice (which questions it saw); the tests read what they r
 import dataclasses
 import functools
 import json
+import types
 
 import jax
 import jax.numpy as jnp
@@ -135,6 +136,34 @@ def test_direct_soft_tokens_right_align_real_pages_after_null_pages():
   np.testing.assert_array_equal(soft[1, :4], np.tile(np.asarray(m.null[...]), (2, 1)))
   # Whatever a padded page holds, the soft tokens are the same.
   np.testing.assert_array_equal(np.asarray(m.soft_from_pages(pages_.at[1, 1:].set(5.0), page_mask)), soft)
+
+
+def test_page_padding_comes_from_train_and_validation_and_answering_widens_it(monkeypatch, tmp_path):
+  """`pages.max_pages = 0`: training pads to its own splits' longest document, never the test's;
+  answering pads to its records' longest too (an aggregator reads any number of pages)."""
+  words = lambda n: " ".join(["w"] * n)   # a document of n words: n chunks below
+  store = types.SimpleNamespace(chunks=lambda d: [[0]] * len(d.split()))
+  setup = types.SimpleNamespace(store=store, tokenizer=None, eos=0, pad=0, lm=None, settings=None, mesh=None,
+                                abstain=None, documents=lambda *a, **k: None)
+  config = config_lib.load("configs/latent_pager.py:repro", [])
+  assert config.pages.max_pages == 0
+  splits = {s: [{"document": words(n), "question": "q"}] for s, n in (("train", 3), ("validation", 5), ("test", 9))}
+  asked = {}
+  split = lambda records, *a: types.SimpleNamespace(records=records, docs=None)
+  monkeypatch.setattr(train.Split, "of", staticmethod(split))
+  monkeypatch.setattr(pager_lib, "question_width", lambda *a: 1)
+
+  def fit(*args, max_pages, **kwargs):   # what training is asked for; nothing trains
+    asked["max_pages"] = max_pages
+    return None, None, []
+
+  monkeypatch.setattr(train, "fit", fit)
+  trained = pipeline.train_pager(setup, config, tmp_path, splits)
+  assert asked["max_pages"] == trained["max_pages"] == 5
+  assert pipeline.fit_to(setup, config, trained, splits["test"])["max_pages"] == 9
+  assert pipeline.fit_to(setup, config, trained, splits["train"])["max_pages"] == 5   # never narrower
+  config.pages.max_pages = 4   # a set padding cuts every document to it, in training and answering alike
+  assert pipeline.fit_to(setup, config, trained, splits["test"]) is trained
 
 
 def test_aggregated_soft_tokens_have_the_configured_count():

@@ -82,7 +82,7 @@ def validate(config) -> None:
   require(config, "pages.chunk_overlap", lambda v: isinstance(v, int) and 0 <= v < p.chunk_tokens,
           "an integer in [0, pages.chunk_tokens)")
   require_int(config, "pages.batch_size", 1)
-  require_int(config, "pages.max_pages", 0, "0: the most chunks of any document")
+  require_int(config, "pages.max_pages", 0, "0: the most chunks of a train or validation document")
   g = config.pager
   import_modules(config)
   require(config, "pager.encoder", lambda v: v in encoders.names(),

@@ -168,7 +168,7 @@ def batch_pages(states: list[np.ndarray], max_pages: int) -> tuple[np.ndarray, n
   """Stack documents' states into (B, max_pages, L, D) with a (B, max_pages) mask of real pages.
 
   A document with more chunks than `max_pages` keeps its first max_pages (the config says how
-  large max_pages is; the experiment sets it to the longest document it meets)."""
+  large max_pages is; with 0 there, the longest document training, or answering, reads)."""
   l, d = states[0].shape[1:]
   out = np.zeros((len(states), max_pages, l, d), np.float32)
   mask = np.zeros((len(states), max_pages), bool)

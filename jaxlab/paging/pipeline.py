@@ -93,10 +93,9 @@ def train_pager(setup: Setup, config, workdir: Path, splits: dict, restore_only:
   evaluated = splits["validation"][:c.train.get("eval_questions", 0) or None]
   va = train.Split.of(evaluated, docs_for("pages (validation)"), setup.tokenizer, c.prompts.pager,
                       setup.eos, 1, c.data.abstain_answer)
-  every = [r for recs in splits.values() for r in recs]
-  max_pages = c.pages.max_pages or max(len(setup.store.chunks(d)) for d in {r["document"] for r in every})
-  # The question width training sees comes from train and the validation it reads only, never the
-  # test's: answering computes its own width (`answer_split`).
+  # The page padding and question width training sees come from train and the validation it reads
+  # only, never the test's: answering computes its own (`answer_split`, `fit_to`).
+  max_pages = c.pages.max_pages or most_pages(setup, splits["train"] + evaluated)
   q_width = pager_lib.question_width(setup.tokenizer, c.prompts.pager, splits["train"] + evaluated)
   # Restored params replace every leaf, so a finished run is read back without its encoder folder.
   init = pretrain.load(repo_path(c.pager.init), c) if c.pager.init and not restore_only else None
@@ -105,6 +104,19 @@ def train_pager(setup: Setup, config, workdir: Path, splits: dict, restore_only:
                                         abstain=setup.abstain, init_params=init, restore_only=restore_only)
   return {"graphdef": graphdef, "params": params, "history": history, "max_pages": max_pages, "q_width": q_width,
           "validation_docs": va.docs if len(evaluated) == len(splits["validation"]) else None}
+
+
+def most_pages(setup: Setup, records: list[dict]) -> int:
+  """The most chunks of any document of `records`."""
+  return max(len(setup.store.chunks(d)) for d in {r["document"] for r in records})
+
+
+def fit_to(setup: Setup, config, trained: dict, records: list[dict]) -> dict:
+  """`trained` padding pages to `records`' longest document too where `pages.max_pages` = 0 (an
+  aggregator reads any number of pages; training padded to its own splits' longest)."""
+  if config.pages.max_pages or not records:
+    return trained
+  return {**trained, "max_pages": max(trained["max_pages"], most_pages(setup, records))}
 
 
 ALL_SYSTEMS = ("latent_pager", "text_buffer", "full_context")
@@ -117,6 +129,7 @@ def answer_split(setup: Setup, config, trained: dict | None, records: list[dict]
   system declines the questions that name what their document never mentions (`grounding`)."""
   c, out = config, {}
   if "latent_pager" in systems:
+    trained = fit_to(setup, c, trained, records)
     docs = docs or setup.documents(c, [r["document"] for r in records])
     answers, conf = pager_lib.answer(setup.lm, setup.tokenizer, trained["graphdef"], trained["params"], docs,
                                      list(range(len(records))), [r["question"] for r in records], c.prompts.pager,
@@ -155,6 +168,7 @@ def answer_test(setup: Setup, config, trained: dict, test: list[dict], tb=None) 
   the first `eval.latency_questions` of them that are not probes. `tb`: the test's text buffer
   (made here when None)."""
   tb = tb or setup.text_buffer(test)
+  trained = fit_to(setup, config, trained, test)
   answered = answer_split(setup, config, trained, test, tb=tb)
   timed = [r for r in test if not r.get("probe")][:config.eval.latency_questions]
   measured = timing.served(setup, timing.TimingSpec.of(config), trained, tb, timed)
