@@ -90,7 +90,7 @@ def finished(tmp_path_factory):
 def test_references_mode_answers_with_every_system_and_chooses_on_validation(finished):
   config, workdir = finished
   systems = ["text_buffer_first", "text_buffer_last", "text_buffer_bm25", "retrieval", "expanded", "iterative",
-             "oracle", "paged", "hybrid"]
+             "extracted", "oracle", "paged", "hybrid"]
   for name in ("predictions.jsonl", "validation.jsonl"):
     rows = [json.loads(line) for line in (workdir / name).read_text().splitlines()]
     assert rows and all(list(r["answers"]) == systems for r in rows) and not any(r["probe"] for r in rows)
@@ -111,17 +111,18 @@ def test_references_mode_answers_with_every_system_and_chooses_on_validation(fin
   test = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text().splitlines()]
   answerable = sum(r["answerable"] for r in test)
   assert read["n"] == answerable
-  assert all(0.0 <= read[r] <= 1.0 for r in ("retrieval", "expanded", "iterative", "paged", "hybrid"))
+  assert all(0.0 <= read[r] <= 1.0 for r in ("retrieval", "expanded", "iterative", "extracted", "paged", "hybrid"))
   for task, shares in read["by_task"].items():
     assert shares["n"] == sum(r["answerable"] and r["task_type"] == task for r in test)
   assert sum(t["n"] for t in read["by_task"].values()) == answerable
   assert "(chosen)" in (workdir / "report.md").read_text()
   timed = json.loads((workdir / "timing.json").read_text())   # the chosen text buffer against each reader, timed
-  assert set(timed["systems"]) == {chosen, "retrieval", "expanded", "iterative", "paged", "hybrid"}
+  assert set(timed["systems"]) == {chosen, "retrieval", "expanded", "iterative", "extracted", "paged", "hybrid"}
   assert timed["text_buffer"] == chosen and len(timed["ids"]) == config.eval.latency_questions
   for t in timed["systems"].values():
     assert len(t["wall_s"]) == config.eval.latency_questions and min(t["wall_s"]) > 0
-  assert set(timed["ratio"]) == {f"ratio_{s}" for s in ("retrieval", "expanded", "iterative", "paged", "hybrid")}
+  assert set(timed["ratio"]) == {f"ratio_{s}" for s in ("retrieval", "expanded", "iterative", "extracted", "paged",
+                                                         "hybrid")}
   wall = {s: np.mean(t["wall_s"]) for s, t in timed["systems"].items()}
   assert np.isclose(timed["ratio"]["ratio_hybrid"]["mean"], wall[chosen] / wall["hybrid"])
   assert "Latency at one question per document" in (workdir / "report.md").read_text()
@@ -404,6 +405,79 @@ def test_the_bridge_query_finds_the_chunk_that_names_the_top_chunks_entity():
   order = np.argsort(-got, kind="stable")
   assert "works for" in texts[order[0]] and "Corvin" in texts[order[1]] and "chess" not in texts[order[1]]
   assert "chess" in texts[np.argsort(-first, kind="stable")[1]]    # the first round alone reads the hobby second
+
+
+def test_bridge_names_stand_beside_the_questions_name_and_replace_it():
+  text = ("port. Fabian Stone works for Corvin Systems. Mosaic Holdings earns its living in fisheries. "
+          "Friends say Fabian Stone is devoted to chess, as Lena Varga is. An old mill still rests")
+  question = "Where is the organisation that Fabian Stone works for headquartered?"
+  assert retrieval.bridge_names(question, text) == ["Corvin Systems", "Lena Varga"]
+  assert retrieval.bridge_names(question, "Mosaic Holdings earns its living in fisheries.") == []
+  assert retrieval.bridge_names("Where was Mara Okafor born?", "Mara Okafor was born.") == []
+  assert (retrieval.substitute(question, "Corvin Systems")
+          == "Where is the organisation that Corvin Systems works for headquartered?")
+
+
+def test_the_entity_query_asks_the_first_scorer_of_each_bridge_name():
+  tokenizer = tok_lib.load_tokenizer("models/lm_base")
+  facts = ["Fabian Stone works for Corvin Systems.", "The harvest was good that year.",
+           "Corvin Systems opened its doors in 1931.", "Corvin Systems is headquartered in Vale Field."]
+  pad = lambda sentence: sentence + " the" * (12 - len(tokenizer.encode(sentence).ids))   # one chunk a sentence
+  document = " ".join(map(pad, facts))
+  question = "Where is the organisation that Fabian Stone works for headquartered?"
+  records = [{"document": document, "question": question}, {"document": " ".join([pad(facts[1])] * 2), "question": question}]
+  config = ml_collections.ConfigDict(dict(pages=dict(chunk_tokens=12, chunk_overlap=0),
+                                          expansion=dict(second_query="entity"), data=dict(abstain_answer="unknown")))
+  texts = [references.record_chunk_texts(tokenizer, config, r) for r in records]
+
+  class Scorer:   # a chunk scores by the question's words it shares, the question's name counting most
+    asked = []
+
+    def scores(self, rows):
+      self.asked += [r["question"] for r in rows]
+      return [np.array([sum(w in t.lower() for w in r["question"].lower().strip("?").split())
+                        + 5.0 * sum(n in t for n in retrieval.NAME.findall(r["question"]))
+                        for t in references.record_chunk_texts(tokenizer, config, r)]) for r in rows]
+
+  first = [np.array([3.0 if "works for" in t else 0.0 for t in ts]) for ts in texts]
+  got = references.iterative_scores(tokenizer, config, records, first, None, Scorer())
+  assert Scorer.asked == ["Where is the organisation that Corvin Systems works for headquartered?"]
+  order = np.argsort(-got[0], kind="stable")
+  assert len(texts[0]) == 4 and list(order[:2]) == [0, 3]      # the fact, then its bridge's head office
+  # No name beside the question's in the top chunk: the first scorer's order.
+  assert list(np.argsort(-got[1], kind="stable")) == list(np.argsort(-first[1], kind="stable"))
+
+
+def test_the_extracted_reader_fills_its_budget_with_named_sentences_in_the_scorers_order():
+  tokenizer = tok_lib.load_tokenizer("models/lm_base")
+  facts = ["Fabian Stone works for Corvin Systems.", "The harvest was good that year.",
+           "Mosaic Holdings earns its living in fisheries.", "Corvin Systems is headquartered in Vale Field.",
+           "Fabian Stone was born in Alder Falls."]
+  pad = lambda sentence: sentence + " " + " ".join(["The", "mill", "was", "old."] * 4)
+  document = " ".join(map(pad, facts))
+  record = {"document": document, "question": "Where is the organisation that Fabian Stone works for headquartered?",
+            "evidence_char_start": [document.index(facts[0]), document.index(facts[3])]}
+  record["evidence_char_end"] = [s + len(f) for s, f in zip(record["evidence_char_start"], (facts[0], facts[3]))]
+  config = ml_collections.ConfigDict(dict(pages=dict(chunk_tokens=32, chunk_overlap=0),
+                                          text_buffer=dict(max_context_tokens=64, separator="")))
+  texts = references.record_chunk_texts(tokenizer, config, record)
+  top = next(i for i, t in enumerate(texts) if facts[0] in t)
+  scores = np.array([5.0 if i == top else (2.0 if facts[4] in t else 1.0) for i, t in enumerate(texts)])
+  spans = references.extracted_spans(tokenizer, config, record, scores)
+  read = [document[a:b] for a, b in spans]
+  # The question's name and the bridge beside it in the top chunk; no filler, no other organisation.
+  assert read == [facts[0], facts[3], facts[4]] and spans == sorted(spans)
+  context = references.extracted_contexts(tokenizer, config, [record], [scores])[0]
+  assert tokenizer.decode(context) == tokenizer.decode(tokenizer.encode(" ".join(read)).ids)
+  # A smaller budget keeps the sentences of the better-ranked chunks first.
+  small = config.copy_and_resolve_references()
+  small.text_buffer.max_context_tokens = len(tokenizer.encode(facts[0] + " " + facts[4]).ids)
+  assert [document[a:b] for a, b in references.extracted_spans(tokenizer, small, record, scores)] == [facts[0], facts[4]]
+  record["answerable"], record["task_type"] = True, "multi_hop"
+  shares = references.evidence_read(tokenizer, [record], 32, 0, 64, "", {"extracted": [scores]}, config)
+  assert shares["extracted"] == 1.0
+  shares = references.evidence_read(tokenizer, [record], 32, 0, 64, "", {"extracted": [scores]}, small)
+  assert shares["extracted"] == 0.0
 
 
 def test_second_round_ranks_the_first_rounds_best_then_the_second_score():

@@ -65,7 +65,7 @@ FINGERPRINT_FIELDS = ("seed", "model", "data", "pages", "pager", "expansion", "t
 
 
 INDEXES = ("tokens", "pages", "states")
-SECOND_QUERIES = ("draft", "bridge", "learned")   # the iterative reader's second query (`references.iterative_scores`)
+SECOND_QUERIES = ("draft", "bridge", "entity", "learned")   # the iterative reader's second query (`references.iterative_scores`)
 
 
 def second_query(config) -> str:

@@ -9,6 +9,7 @@ questions (one per document), after an untimed pass that compiles every program:
 - `retrieval`: BM25 over the document's chunks, then the answer from the best;
 - `expanded`: the scorer (the question's LM states, the chunks' keys, the scores), then the
   answer from its chunks;
+- `extracted`: the scorer, then its sentences (the names, the chunks' order), then the answer;
 - `iterative`: the scorer, `expanded`'s answer where it is the second query (the draft), BM25 of
   the second query over the chunks (or the trained second hop's scores given the top chunk), then
   the answer from the scorer's top chunk and that best;
@@ -56,8 +57,8 @@ def measure(setup, config, records: list[dict], buffer_rule: str, read, chooser=
     systems["retrieval"] = lambda r: read(setup, one, [r], "retrieval", tb, batch_size=1)
   scorer = chooser and chooser.one_at_a_time()
   hop = second and second.one_at_a_time()
-  if "expanded" in readers:
-    systems["expanded"] = lambda r: read(setup, one, [r], "expanded", tb, scorer.scores([r]), batch_size=1)
+  for reader in [r for r in ("expanded", "extracted") if r in readers]:
+    systems[reader] = lambda r, reader=reader: read(setup, one, [r], reader, tb, scorer.scores([r]), batch_size=1)
   if "iterative" in readers:
     def iterative(r):
       first = scorer.scores([r])

@@ -17,7 +17,13 @@ context, all answered by the frozen LM with the answer settings shared with the 
   again); with `"bridge"`, the top chunk's words that the question does not use (the entities
   beside the subject); with no query (an abstention) or no match, the scorer's next chunk; with
   `"learned"`, not BM25 but a second trained scorer whose query is the question followed by the
-  top chunk (`expansion`'s second hop: a multi-hop dense retriever's);
+  top chunk (`expansion`'s second hop: a multi-hop dense retriever's); with `"entity"`, not BM25
+  but the first scorer, asked the question of each name that stands beside the question's own in
+  a sentence of the top chunk (the candidate bridge entities), the best over names;
+- `extracted`: sentences, not chunks: those that name the question's names, or the names that
+  stand beside them in the scorer's top chunk (a two-hop question's candidate bridge entities),
+  taken from the chunks in the scorer's order while they fit the budget, read in document order
+  (extractive compression keyed on the names, with the scorer's choice as its order);
 - `oracle`: the chunks that hold the question's evidence (one per evidence sentence) read as text,
   the ceiling of reading the right text; an unanswerable question has none, and the oracle then
   reads what `retrieval` reads.
@@ -54,13 +60,13 @@ from jaxlab.paging import (analysis, arms, data, expansion, figures as figures_l
                            pipeline, reader_timing, retrieval, selective, train as train_lib)
 from jaxlab.paging.text_buffer import generate_rows, wrap
 
-TEXT_READERS = ("retrieval", "expanded", "iterative", "oracle")
+TEXT_READERS = ("retrieval", "expanded", "iterative", "extracted", "oracle")
 READERS = TEXT_READERS + hybrid.READERS
-SCORED = ("expanded", "iterative") + hybrid.SCORED   # the readers that read by the expansion scorer's scores
+SCORED = ("expanded", "iterative", "extracted") + hybrid.SCORED   # the readers that read by the expansion scorer's scores
 # (reader, the reader it is compared with beside the text buffer): the learned choice of chunks
 # against BM25's, pages added to (or read instead of) the expanded text, and every chunk's pages
 # folded by the tree against the chosen chunks' pages.
-VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("hybrid", "expanded"), ("paged", "expanded"),
+VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("extracted", "expanded"), ("extracted", "retrieval"), ("hybrid", "expanded"), ("paged", "expanded"),
           ("tree", "paged"), ("paged", "retrieval"), ("hybrid", "retrieval"), ("tree", "retrieval"))
 
 
@@ -95,25 +101,81 @@ def iterative_scores(tokenizer, config, records: list[dict], scores: list[np.nda
   """Per record, the `iterative` reader's chunk scores (`retrieval.second_round`): the scorer's
   top chunk, then the chunks by BM25 of the second query (`expansion.second_query`): the draft
   answer (`drafts`: the `expanded` reader's; an abstention drafts nothing), or the top chunk's
-  words that the question does not use; or by `second` (the trained second hop, an
-  `expansion.Expander`) given the top chunk."""
+  words that the question does not use; or by `second` (an `expansion.Expander`): the trained
+  second hop given the top chunk, or the first scorer asked the question of each bridge name."""
   c, out = config, []
-  if expansion.second_query(c) == "learned":
+  mode = expansion.second_query(c)
+  if mode == "learned":
     return [retrieval.second_round(first, hop)
             for first, hop in zip(scores, second.scores(records, expansion.tops(scores)))]
+  if mode == "entity":
+    return [retrieval.second_round(first, hop) for first, hop in
+            zip(scores, entity_scores(tokenizer, config, records, scores, second))]
   for i, (r, first) in enumerate(zip(records, scores)):
-    enc = tokenizer.encode(r["document"])
-    spans = chunk_spans(len(enc.ids), c.pages.chunk_tokens, c.pages.chunk_overlap)
-    texts = _chunk_texts(r["document"], enc.offsets, spans)
+    texts = record_chunk_texts(tokenizer, c, r)
     if not expansion.needs_draft(c):
       asked = set(metrics.normalize(r["question"]).split())
       query = " ".join(w for w in texts[int(np.argmax(first))].split() if metrics.normalize(w) not in asked)
     else:
       draft = drafts[i]
       query = "" if metrics.normalize(draft) == metrics.normalize(c.data.abstain_answer) else draft
-    second = retrieval.bm25_scores(texts, query) if query.strip() else np.zeros(len(spans))
+    second = retrieval.bm25_scores(texts, query) if query.strip() else np.zeros(len(texts))
     out.append(retrieval.second_round(first, second))
   return out
+
+
+def record_chunk_texts(tokenizer, config, record: dict) -> list[str]:
+  """The text of each of the record's document's chunks (the page store's chunking)."""
+  enc = tokenizer.encode(record["document"])
+  return _chunk_texts(record["document"], enc.offsets,
+                      chunk_spans(len(enc.ids), config.pages.chunk_tokens, config.pages.chunk_overlap))
+
+
+def entity_scores(tokenizer, config, records: list[dict], scores: list[np.ndarray], scorer) -> list[np.ndarray]:
+  """Per record, `scorer`'s chunk scores for its question asked of each bridge name of its top
+  chunk (`retrieval.bridge_names`; the question's name replaced by it), the best over names; zeros
+  where the top chunk names none (the reader then takes the first scorer's next chunk)."""
+  asked, owner = [], []
+  for i, (r, first) in enumerate(zip(records, scores)):
+    top = record_chunk_texts(tokenizer, config, r)[int(np.argmax(first))]
+    for name in retrieval.bridge_names(r["question"], top):
+      asked.append({**r, "question": retrieval.substitute(r["question"], name)})
+      owner.append(i)
+  out = [None] * len(records)
+  for i, got in zip(owner, scorer.scores(asked) if asked else []):
+    out[i] = got if out[i] is None else np.maximum(out[i], got)
+  return [np.zeros(len(s)) if o is None else o for o, s in zip(out, scores)]
+
+
+def extracted_spans(tokenizer, config, record: dict, scores) -> list[tuple[int, int]]:
+  """The character spans of the document sentences the `extracted` reader reads, in document
+  order: those naming one of the question's names or of the bridge names beside them in the
+  sentences of the scorer's top chunk (`retrieval.bridge_names`), each ranked by the best of the
+  chunks it overlaps in the order of `scores` (ties: the earlier sentence), kept while their
+  tokens fit `text_buffer.max_context_tokens` (`retrieval.select`)."""
+  document = record["document"]
+  enc = tokenizer.encode(document)
+  spans = chunk_spans(len(enc.ids), config.pages.chunk_tokens, config.pages.chunk_overlap)
+  starts = np.array([enc.offsets[s][0] for s, _ in spans])
+  ends = np.array([enc.offsets[e - 1][1] for _, e in spans])
+  rank = np.empty(len(spans), np.int64)
+  rank[np.argsort(-np.asarray(scores, np.float64), kind="stable")] = np.arange(len(spans))
+  sentences = retrieval.sentence_spans(document)
+  over = lambda a, b: (starts < b) & (ends > a)
+  top = int(np.argmax(rank == 0))
+  beside = " ".join(document[a:b] for a, b in sentences if over(a, b)[top])
+  names = set(retrieval.NAME.findall(record["question"])) | set(retrieval.bridge_names(record["question"], beside))
+  named = [(a, b) for a, b in sentences if any(n in document[a:b] for n in names) and over(a, b).any()]
+  best = [-int(rank[over(a, b)].min()) for a, b in named]
+  sizes = [len(tokenizer.encode(document[a:b]).ids) for a, b in named]
+  return [named[i] for i in retrieval.select(best, sizes, config.text_buffer.max_context_tokens)]
+
+
+def extracted_contexts(tokenizer, config, records: list[dict], scores: list[np.ndarray]) -> list[list[int]]:
+  """Per record, the token ids the `extracted` reader reads: its sentences (`extracted_spans`),
+  joined by spaces, at most `text_buffer.max_context_tokens`."""
+  return [tokenizer.encode(" ".join(r["document"][a:b] for a, b in extracted_spans(tokenizer, config, r, s))
+                           ).ids[:config.text_buffer.max_context_tokens] for r, s in zip(records, scores)]
 
 
 def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: int, overlap: int, budget: int,
@@ -131,10 +193,11 @@ def chunk_contexts(tokenizer, records: list[dict], reader: str, chunk_tokens: in
 
 
 def evidence_read(tokenizer, records: list[dict], chunk_tokens: int, overlap: int, budget: int,
-                  separator: str, scored: dict | None = None) -> dict:
+                  separator: str, scored: dict | None = None, config=None) -> dict:
   """How often `retrieval` (and each reader of `scored`: {name: per-record chunk scores}) reads
-  every chunk that holds the evidence, over the answerable records; `by_task`, the same per task
-  type (a two-hop question's second evidence names the bridge entity, not the question's subject)."""
+  every chunk that holds the evidence (the `extracted` reader, given `config`: every evidence
+  sentence), over the answerable records; `by_task`, the same per task type (a two-hop question's
+  second evidence names the bridge entity, not the question's subject)."""
   sep = tokenizer.encode(separator).ids if separator else []
   answerable = [i for i, r in enumerate(records) if r.get("answerable", True)]
   tasks = sorted({records[i]["task_type"] for i in answerable})
@@ -143,6 +206,11 @@ def evidence_read(tokenizer, records: list[dict], chunk_tokens: int, overlap: in
   for name, scores in {"retrieval": None, **(scored or {})}.items():
     got = {}
     for i in answerable:
+      if name == "extracted":
+        kept = extracted_spans(tokenizer, config, records[i], scores[i])
+        got[i] = all(any(a <= s and e <= b for a, b in kept)
+                     for s, e in zip(records[i]["evidence_char_start"], records[i]["evidence_char_end"]))
+        continue
       _, _, kept, held = chosen_chunks(tokenizer, records[i], name, chunk_tokens, overlap, budget, sep,
                                        None if scores is None else scores[i])
       got[i] = set(held) <= set(kept)
@@ -158,8 +226,11 @@ def read(setup: pipeline.Setup, config, records: list[dict], reader: str, tb, sc
   (`scores`: per record, the chunk scores it reads by; None: BM25's), in batches of `batch_size`
   (default `eval.batch_size`)."""
   c = config
-  contexts = chunk_contexts(setup.tokenizer, records, reader, c.pages.chunk_tokens, c.pages.chunk_overlap,
-                            c.text_buffer.max_context_tokens, c.text_buffer.separator, scores)
+  if reader == "extracted":
+    contexts = extracted_contexts(setup.tokenizer, c, records, scores)
+  else:
+    contexts = chunk_contexts(setup.tokenizer, records, reader, c.pages.chunk_tokens, c.pages.chunk_overlap,
+                              c.text_buffer.max_context_tokens, c.text_buffer.separator, scores)
   rows = [wrap(setup.tokenizer, c.prompts.answer, "context", ids, question=r["question"])
           for ids, r in zip(contexts, records)]
   answers, conf = generate_rows(tb.answerer, setup.tokenizer, rows, batch_size or c.eval.batch_size, tb.answer_width,
@@ -184,7 +255,10 @@ def answer(setup: pipeline.Setup, config, records: list[dict], expanded=None, se
       scores[reader] = iterative_scores(setup.tokenizer, config, records, expanded, drafts, second)
       out[reader] = read(setup, config, records, reader, notes, scores[reader])
     elif reader in TEXT_READERS:
-      out[reader] = read(setup, config, records, reader, notes, expanded if reader == "expanded" else None)
+      if reader == "extracted":
+        scores[reader] = expanded
+      out[reader] = read(setup, config, records, reader, notes, expanded if reader in ("expanded", "extracted")
+                         else None)
   return out, scores
 
 
@@ -200,6 +274,8 @@ def expander(setup: pipeline.Setup, config, workdir: Path, splits: dict):
     return train_lib.mean_f1(got["answers"], val)
 
   first = expansion.fit(setup, config, workdir, splits, val_f1)[0]
+  if expansion.second_query(config) == "entity":
+    return first, first   # the first scorer asks the question of each bridge name
   if not expansion.learned_second(config):
     return first, None
   first_val = first.scores(val)
@@ -239,7 +315,7 @@ def run(config, workdir: Path):
     answered[s], text_scored[s] = answer(setup, config, records[s], scored[s], second)
   read_by = lambda s: {
       **evidence_read(setup.tokenizer, records[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
-                      c.text_buffer.max_context_tokens, c.text_buffer.separator, text_scored[s]),
+                      c.text_buffer.max_context_tokens, c.text_buffer.separator, text_scored[s], c),
       **{r: hybrid.evidence_read(setup.tokenizer, c, r, records[s], scored[s]) for r in paged}}
   stats = {s: {**document_stats(setup.tokenizer, splits[s], c.pages.chunk_tokens, c.pages.chunk_overlap,
                                 c.model.context_tokens), "evidence_read": read_by(s)}
@@ -409,6 +485,8 @@ def markdown(config: dict, summary: dict) -> str:
          else "")
       + (f", the iterative reader's {doc['evidence_read']['iterative']:.0%}" if "iterative" in doc["evidence_read"]
          else "")
+      + (f", the extracted reader's sentences {doc['evidence_read']['extracted']:.0%}"
+         if "extracted" in doc["evidence_read"] else "")
       + "".join(f", the {r} reader's chunks {doc['evidence_read'][r]:.0%}" for r in hybrid.READERS
                 if doc["evidence_read"].get(r) is not None) + ". "
       f"Every text reader reads at most {budget} tokens of context"

@@ -11,6 +11,7 @@ fit the budget, in document order (the order they were written in); ties go to t
 from __future__ import annotations
 
 import logging
+import re
 
 import bm25s
 import numpy as np
@@ -20,6 +21,38 @@ from jaxlab.data.documents import chunk_spans
 # bm25s sets its own logger to DEBUG: every per-document index would print a line once anything
 # has configured the root logger (absl's first warning does).
 logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+# A name: two or more capitalised words ("Mara Okafor", "Corvin Systems", "Alder Falls"); a
+# sentence: a run up to its full stop (a chunk may start or end inside one).
+NAME = re.compile(r"[A-Z][a-z]+(?: [A-Z][a-z]+)+")
+SENTENCE = re.compile(r"[^.!?]+[.!?]?")
+
+
+def bridge_names(question: str, text: str) -> list[str]:
+  """The names in the sentences of `text` that mention a name of `question`, other than the
+  question's own, in order of first mention: where a two-hop question's bridge entity stands
+  beside its subject (the first evidence sentence names both)."""
+  asked = NAME.findall(question)
+  found = [n for sentence in SENTENCE.findall(text) if any(a in sentence for a in asked)
+           for n in NAME.findall(sentence) if n not in asked]
+  return list(dict.fromkeys(found))
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+  """The character spans of `text`'s sentences, the whitespace around each left out."""
+  out = []
+  for m in SENTENCE.finditer(text):
+    piece = m.group()
+    start, end = m.start() + len(piece) - len(piece.lstrip()), m.end() - len(piece) + len(piece.rstrip())
+    if end > start:
+      out.append((start, end))
+  return out
+
+
+def substitute(question: str, name: str) -> str:
+  """`question` with each of its names replaced by `name`: the question asked of a bridge entity."""
+  return NAME.sub(name, question)
 
 
 def _tokens(texts: list[str]) -> list[list[str]]:
