@@ -66,8 +66,8 @@ SCORED = ("expanded", "iterative", "extracted") + hybrid.SCORED   # the readers 
 # (reader, the reader it is compared with beside the text buffer): the learned choice of chunks
 # against BM25's, pages added to (or read instead of) the expanded text, and every chunk's pages
 # folded by the tree against the chosen chunks' pages.
-VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("extracted", "expanded"), ("extracted", "retrieval"), ("hybrid", "expanded"), ("paged", "expanded"),
-          ("tree", "paged"), ("paged", "retrieval"), ("hybrid", "retrieval"), ("tree", "retrieval"))
+VERSUS = (("expanded", "retrieval"), ("iterative", "expanded"), ("extracted", "expanded"), ("extracted", "retrieval"),
+          ("hybrid", "expanded"), ("paged", "expanded"), ("tree", "paged"), ("paged", "retrieval"), ("hybrid", "retrieval"), ("tree", "retrieval"))
 
 
 def text_buffer_name(keep: str) -> str:
